@@ -1,0 +1,99 @@
+"""Regimes of a deep gated network: what the feature network Θf is, how it starts, what trains.
+
+A regime is the config ``conf/regime/<name>.yaml`` (schema :class:`gatelab.config.RegimeConfig`);
+this module turns it into a model. Paper 001 §4 / SPEC.md:
+
+=========  ===========  =====================================  ===========  ======
+regime     Θf trains    Θf at init                             Θv at init   gate
+=========  ===========  =====================================  ===========  ======
+relu       tied to Θv   = Θv (one network)                     random       hard
+frnpf_ii   no           random, independent of Θv              random       hard
+frnpf_di   no           copy of Θv0, then frozen               random       hard
+dlnpf      yes          random, independent                    random       soft
+flnpf      no           copied from a trained ReLU run         random       hard
+=========  ===========  =====================================  ===========  ======
+
+A new regime is a new yaml; new *kinds* of feature initialisation go in :func:`init_feature`.
+"""
+from __future__ import annotations
+
+import torch
+from omegaconf import OmegaConf
+
+from . import checkpoints
+from .config import ConfigError
+from .models import DGN, Net, build_net, init_
+
+# The random stream of each seed: Θv is drawn first, then Θf, from one generator.
+INIT_STREAM = 0
+
+
+def init_generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(int(seed) * 1000 + INIT_STREAM)
+
+
+def _plain(node) -> dict:
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node)
+
+
+def load_source(regime, arch, in_shape: tuple, out_dim: int) -> tuple[dict, str]:
+    """State dict of the source ReLU network for FLNPF, checked against this run's architecture."""
+    path = checkpoints.resolve(regime.source, regime.source_ckpt)
+    state = checkpoints.load(path)
+    src_arch, src_regime = state["arch"], state["regime"]
+    mine = {k: v for k, v in _plain(arch).items() if k != "name"}
+    theirs = {k: v for k, v in src_arch.items() if k != "name"}
+    if mine != theirs:
+        raise ConfigError(f"regime.source {path} has architecture {src_arch}, this run has {_plain(arch)}")
+    if tuple(state["in_shape"]) != tuple(in_shape) or state["out_dim"] != out_dim:
+        raise ConfigError(f"regime.source {path} was trained on inputs {tuple(state['in_shape'])} -> "
+                          f"{state['out_dim']} outputs, this run has {tuple(in_shape)} -> {out_dim}")
+    if not (src_regime["tied"] and src_regime["gate"] == "hard"):
+        raise ConfigError(f"regime.source {path} is a {src_regime['name']} run; FLNPF copies a ReLU network")
+    sd = state["model"]
+    return {k[len("value."):]: v for k, v in sd.items() if k.startswith("value.")}, str(path)
+
+
+def init_feature(regime, feature: Net, value: Net, source_state: dict | None, gen: torch.Generator) -> None:
+    """Θf at initialisation, per ``regime.feature_init``."""
+    kind = regime.feature_init
+    if kind == "copy_value":
+        feature.load_state_dict(value.state_dict())
+    elif kind == "source":
+        feature.load_state_dict(source_state)
+    elif kind != "independent":
+        raise ConfigError(f"unknown regime.feature_init {kind!r}")
+
+
+def build_model(cfg, in_shape: tuple, out_dim: int) -> tuple[DGN, dict]:
+    """The DGN of ``cfg.regime`` over ``cfg.arch``, initialised from ``cfg.seed``. Also returns
+    info for results.json (e.g. the resolved FLNPF source checkpoint)."""
+    regime, arch = cfg.regime, cfg.arch
+    info: dict = {}
+    source_state = None
+    if regime.feature_init == "source":  # checked before anything is drawn or trained
+        source_state, info["source_checkpoint"] = load_source(regime, arch, in_shape, out_dim)
+    gen = init_generator(cfg.seed)
+    value = init_(build_net(arch, in_shape, out_dim), arch.init, gen)
+    feature = None
+    if not regime.tied:
+        feature = init_(build_net(arch, in_shape, out_dim), arch.init, gen)  # independent draw
+        init_feature(regime, feature, value, source_state, gen)
+        for name, p in feature.named_parameters():
+            # The feature net's head is never used; its hidden layers train only in learning regimes.
+            p.requires_grad_(regime.feature_trainable and not name.startswith("head."))
+    model = DGN(value, feature, regime.gate, regime.beta, regime.eps, regime.feature_act)
+    return model, info
+
+
+def trainable_parameters(model: DGN) -> list[torch.nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def describe(model: DGN) -> dict:
+    """Parameter counts, for results.json."""
+    n = lambda ps: sum(p.numel() for p in ps)  # noqa: E731
+    return {"value_params": n(model.value.parameters()),
+            "feature_params": n(model.feature.parameters()) if model.feature is not None else 0,
+            "trainable_params": n(trainable_parameters(model))}
+
