@@ -12,6 +12,8 @@ from typing import Any, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from . import checkpoints
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be run; raised before any training starts."""
@@ -107,6 +109,16 @@ def _one_of(what: str, value: Any, allowed: tuple) -> None:
         raise ConfigError(f"{what}={value!r} is not one of {', '.join(map(str, allowed))}")
 
 
+def require_source(reg: Any):
+    """The FLNPF source checkpoint file (None for other regimes); raises if it is not given or absent."""
+    if reg.feature_init != "source":
+        return None
+    if not reg.source:
+        raise ConfigError(f"regime={reg.name} copies its feature network from a trained ReLU run: "
+                          "set regime.source=<ReLU run dir or checkpoint .pt>")
+    return checkpoints.resolve(reg.source, reg.source_ckpt)
+
+
 def validate(cfg: Any) -> None:
     """Reject configurations that make no sense, with a message naming the key."""
     ds, arch, reg, opt = cfg.dataset, cfg.arch, cfg.regime, cfg.optimizer
@@ -132,9 +144,7 @@ def validate(cfg: Any) -> None:
     if reg.tied and (reg.feature_init != "independent" or reg.feature_trainable):
         raise ConfigError("a tied regime has no separate feature network: "
                           "leave regime.feature_init / feature_trainable at their defaults")
-    if reg.feature_init == "source" and not reg.source:
-        raise ConfigError(f"regime={reg.name} copies the feature network from a trained ReLU run: "
-                          "set regime.source=<run dir or checkpoint .pt>")
+    require_source(reg)
     if reg.source and reg.feature_init != "source":
         raise ConfigError(f"regime.source is only used by regimes with feature_init=source, not {reg.name}")
     _one_of("optimizer.name", opt.name, OPTIMIZERS)

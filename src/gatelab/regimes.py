@@ -21,7 +21,7 @@ import torch
 from omegaconf import OmegaConf
 
 from . import checkpoints
-from .config import ConfigError
+from .config import ConfigError, require_source
 from .models import DGN, Net, build_net, init_
 
 # The random stream of each seed: Θv is drawn first, then Θf, from one generator.
@@ -38,7 +38,7 @@ def _plain(node) -> dict:
 
 def load_source(regime, arch, in_shape: tuple, out_dim: int) -> tuple[dict, str]:
     """State dict of the source ReLU network for FLNPF, checked against this run's architecture."""
-    path = checkpoints.resolve(regime.source, regime.source_ckpt)
+    path = require_source(regime)
     state = checkpoints.load(path)
     src_arch, src_regime = state["arch"], state["regime"]
     mine = {k: v for k, v in _plain(arch).items() if k != "name"}

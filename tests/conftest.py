@@ -1,0 +1,71 @@
+"""Shared fixtures: tiny datasets written in the real cache format, and composed configs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf, open_dict
+
+from gatelab.config import register
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+register()
+
+# Small enough for a 2-core CPU: every (dataset, arch, regime) trains one epoch in well under a second.
+TINY_ARCH = {"fc": ["arch.dense=[16,16,16]"],
+             "vconv": ["arch.conv_channels=[4,4]", "arch.dense=[16]"],
+             "gconv": ["arch.conv_channels=[4,4]", "arch.dense=[16]"]}
+
+
+def _images(rng, n, shape, y):
+    """Random images with a class-dependent bright patch, so that a net can learn something."""
+    x = rng.integers(0, 90, size=(n, *shape), dtype=np.uint8)
+    for c in range(10):
+        rows = slice(2 * c, 2 * c + 3)
+        x[y == c, rows, 2:10] = 250
+    return x
+
+
+def write_tiny_data(root: Path, n_train: int = 240, n_test: int = 80, seed: int = 0) -> Path:
+    """mnist.npz (N,28,28) and cifar10.npz (N,32,32,3), uint8, in the cache format."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    for name, shape in (("mnist", (28, 28)), ("cifar10", (32, 32, 3))):
+        ytr = np.arange(n_train, dtype=np.uint8) % 10
+        yte = np.arange(n_test, dtype=np.uint8) % 10
+        rng.shuffle(ytr)
+        np.savez(root / f"{name}.npz", x_train=_images(rng, n_train, shape, ytr), y_train=ytr,
+                 x_test=_images(rng, n_test, shape, yte), y_test=yte)
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory) -> Path:
+    return write_tiny_data(tmp_path_factory.mktemp("data"))
+
+
+def make_cfg(overrides=(), root: Path | None = None, run_dir: Path | None = None):
+    """A config composed from conf/ exactly as run.py composes it, plus test overrides."""
+    base = ["progress=false", "device=cpu", "epochs=1"]
+    if root is not None:
+        base.append(f"data.root={root}")
+    if run_dir is not None:
+        base.append(f"run_dir={run_dir}")
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=base + list(overrides))
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    return cfg
+
+
+@pytest.fixture
+def cfg_factory(tiny_root, tmp_path):
+    def factory(*overrides, arch="fc", run="run"):
+        return make_cfg([f"arch={arch}", *TINY_ARCH[arch], *overrides], tiny_root, tmp_path / run)
+    return factory
+
+
+__all__ = ["make_cfg", "write_tiny_data", "OmegaConf"]

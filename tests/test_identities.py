@@ -1,0 +1,78 @@
+"""Paper 001 identities on small fully connected DGNs, against explicit path enumeration."""
+import itertools
+
+import pytest
+import torch
+
+from gatelab import kernels
+from gatelab.models import DGN, Net, init_
+
+D_IN, WIDTHS = 3, [4, 3, 2]  # P = 3*4*3*2 = 72 paths
+
+
+def _net(seed):
+    net = Net((D_IN, 1, 1), [], "flatten", WIDTHS, 1, bias=False)
+    return init_(net, "glorot", torch.Generator().manual_seed(seed)).double()
+
+
+def _dgn(gate="hard", tied=False, beta=4.0, eps=0.0):
+    return DGN(_net(1), None if tied else _net(2), gate=gate, beta=beta, eps=eps)
+
+
+def enumerate_paths(model: DGN, x: torch.Tensor):
+    """Definition 2.1 literally: NPF φ (n, P) and NPV v (P,), one path (i0, i1, ..., i_{d-1}) at a time."""
+    _, gs = model(x, return_gates=True)
+    weights = [layer.weight for layer in model.value.hidden] + [model.value.head.weight]
+    dims = [D_IN] + WIDTHS
+    phi, v = [], []
+    for path in itertools.product(*[range(d) for d in dims]):
+        act = torch.ones(len(x), dtype=x.dtype)
+        for l, unit in enumerate(path[1:]):
+            act = act * gs[l][:, unit]
+        phi.append(x[:, path[0]] * act)
+        value = weights[-1][0, path[-1]]
+        for l in range(1, len(path)):
+            value = value * weights[l - 1][path[l], path[l - 1]]
+        v.append(value)
+    return torch.stack(phi, 1), torch.stack(v)
+
+
+@pytest.mark.parametrize("gate,tied", [("hard", True), ("hard", False), ("soft", False), ("soft", True)])
+def test_prop_2_1_output_is_npf_dot_npv(gate, tied):
+    model = _dgn(gate, tied)
+    x = torch.randn(6, D_IN, dtype=torch.float64)
+    phi, v = enumerate_paths(model, x)
+    assert phi.shape == (6, D_IN * 4 * 3 * 2)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x).squeeze(1), phi @ v, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("gate", ["hard", "soft"])
+def test_lemma_2_1_npk_is_gram_hadamard_overlap(gate):
+    model = _dgn(gate)
+    x = torch.randn(7, D_IN, dtype=torch.float64)
+    phi, _ = enumerate_paths(model, x)
+    h_explicit = phi @ phi.T
+    torch.testing.assert_close(kernels.npk(model, x), h_explicit, rtol=1e-10, atol=1e-12)
+    if gate == "hard":  # Λ(s,s') = |paths active for both| / d_in, counted path by path
+        active = (phi != 0) | (x.repeat_interleave(phi.shape[1] // D_IN, dim=1) == 0)
+        shared = (active.double() @ active.double().T) / D_IN
+        lam = kernels.overlap(kernels.gates(model, x))
+        torch.testing.assert_close(lam, shared)
+        torch.testing.assert_close(kernels.gram(x) * shared, h_explicit, rtol=1e-10, atol=1e-12)
+
+
+def test_soft_gate_tends_to_hard_gate_as_beta_grows():
+    """(1+eps)σ(βq) -> 1{q>0} with eps=0: gates converge monotonically in mean (σ(0)=1/2 stays) (DGN, gates from a ReLU
+    feature net), and the outputs of both the DGN and the tied soft-ReLU net converge."""
+    x = torch.randn(50, D_IN, dtype=torch.float64)
+    betas = (1.0, 10.0, 100.0, 1e3, 1e4)
+    g_hard = kernels.gates(_dgn("hard"), x)
+    gate_err = [sum((a - b).abs().mean().item() for a, b in zip(kernels.gates(_dgn("soft", beta=beta), x), g_hard))
+                for beta in betas]
+    assert all(a > b for a, b in zip(gate_err, gate_err[1:])), gate_err
+    for tied in (True, False):
+        with torch.no_grad():
+            y_hard = _dgn("hard", tied)(x)
+            errs = [(_dgn("soft", tied, beta=beta)(x) - y_hard).abs().max().item() for beta in betas]
+        assert errs[0] > 1e-2 and errs[-2] < errs[0] and errs[-1] < 1e-3, errs

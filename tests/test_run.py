@@ -1,0 +1,147 @@
+"""End to end: the real loader, models, regimes and loop on tiny generated data; results.json."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import CONF, ROOT, TINY_ARCH, make_cfg
+from gatelab.config import ConfigError, validate
+from gatelab.data import DataNotFoundError
+from gatelab.train import train
+
+REGIMES = ["relu", "frnpf_ii", "frnpf_di", "dlnpf", "flnpf"]
+GROUPS = {g: sorted(p.stem for p in (CONF / g).glob("*.yaml")) for g in ("dataset", "arch", "regime", "optimizer")}
+
+
+def check_results(run_dir: Path, epochs: int) -> dict:
+    res = json.loads((run_dir / "results.json").read_text())
+    assert res["status"] == "completed"
+    assert [h["epoch"] for h in res["history"]] == list(range(1, epochs + 1))
+    for h in res["history"]:
+        assert 0 <= h["train_acc"] <= 1 and 0 <= h["test_acc"] <= 1 and h["seconds"] >= 0
+        assert h["train_loss"] >= 0 and h["test_loss"] >= 0
+    best = max(h["test_acc"] for h in res["history"])
+    assert res["best_test_acc"] == best
+    assert res["history"][res["best_epoch"] - 1]["test_acc"] == best
+    assert res["final_train_acc"] == res["history"][-1]["train_acc"]
+    assert res["wall_time_s"] > 0 and res["env"]["torch"] == torch.__version__
+    assert {"dataset", "arch", "regime", "optimizer", "seed"} <= set(res["config"])
+    assert (run_dir / "ckpt" / "best.pt").is_file() and (run_dir / "ckpt" / "last.pt").is_file()
+    return res
+
+
+@pytest.mark.parametrize("dataset", GROUPS["dataset"])
+@pytest.mark.parametrize("arch", GROUPS["arch"])
+def test_every_regime_runs_end_to_end(tiny_root, tmp_path, dataset, arch):
+    """ReLU first, then FLNPF from its checkpoint, as a sweep would."""
+    for regime in REGIMES:
+        run = tmp_path / regime
+        over = [f"dataset={dataset}", f"arch={arch}", *TINY_ARCH[arch], f"regime={regime}", "epochs=2", "seed=1"]
+        if regime == "flnpf":
+            over.append(f"regime.source={tmp_path / 'relu'}")
+        res = check_results(run, 2) if train(make_cfg(over, tiny_root, run), run) else None
+        assert res["config"]["regime"]["name"] == regime and res["seed"] == 1
+        if regime == "flnpf":
+            assert res["model"]["source_checkpoint"] == str(tmp_path / "relu" / "ckpt" / "best.pt")
+        if dataset == "binary_mnist":
+            assert res["config"]["dataset"]["task"] == "binary"
+
+
+def test_training_learns_the_tiny_task(cfg_factory, tmp_path):
+    cfg = cfg_factory("epochs=15", "optimizer.lr=3e-3")
+    res = train(cfg, tmp_path / "run")
+    assert res["best_test_acc"] > 0.6, res["history"]  # 10 classes: chance is 0.1
+    assert res["history"][-1]["train_loss"] < res["history"][0]["train_loss"]
+
+
+def test_checkpoint_epochs_and_best_checkpoint(cfg_factory, tmp_path):
+    from gatelab import checkpoints
+    res = train(cfg_factory("epochs=3", "checkpoint_epochs=[1,3]"), tmp_path / "run")
+    ck = tmp_path / "run" / "ckpt"
+    assert sorted(p.name for p in ck.iterdir()) == ["best.pt", "epoch_1.pt", "epoch_3.pt", "last.pt"]
+    assert checkpoints.load(ck / "best.pt")["epoch"] == res["best_epoch"]
+    assert checkpoints.load(ck / "epoch_1.pt")["epoch"] == 1
+
+
+def test_divergence_is_recorded_and_not_a_result(cfg_factory, tmp_path):
+    res = train(cfg_factory("optimizer=sgd", "optimizer.lr=1e30", "epochs=3"), tmp_path / "run")
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert res["status"] == saved["status"] == "diverged"
+    assert saved["diverged_epoch"] == 1 and saved["best_test_acc"] is None
+    assert saved["history"][-1]["train_loss"] is None
+
+
+def test_missing_data_is_a_clear_error_recorded_as_failed(tmp_path, monkeypatch):
+    import gatelab.data as data_mod
+
+    def offline(source, path):
+        raise OSError("no network")
+    monkeypatch.setattr(data_mod, "_download", offline)
+    empty = tmp_path / "empty"
+    cfg = make_cfg(["dataset=cifar10"], empty, tmp_path / "run")
+    with pytest.raises(DataNotFoundError, match=r"cifar10\.npz.*data\.root.*GATELAB_DATA.*no network"):
+        train(cfg, tmp_path / "run")
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert saved["status"] == "failed" and "cifar10.npz" in saved["error"]
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_every_config_option_composes_and_validates(group, tmp_path):
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "best.pt").touch()  # FLNPF's source must exist to validate
+    assert len(GROUPS[group]) >= 3
+    for option in GROUPS[group]:
+        over = [f"{group}={option}"]
+        if group == "regime" and option == "flnpf":
+            over.append(f"regime.source={tmp_path}")
+        cfg = make_cfg(over)
+        assert cfg[group].name == option
+        validate(cfg)
+
+
+@pytest.mark.parametrize("overrides,match", [
+    (["regime=flnpf"], "regime.source"),
+    (["regime=relu", "regime.source=/x"], "only used by"),
+    (["optimizer.lr=0"], "optimizer.lr"),
+    (["epochs=0"], "epochs"),
+    (["regime.gate=sometimes"], "regime.gate"),
+    (["arch.pool=max"], "arch.pool"),
+    (["regime=dlnpf", "regime.beta=0"], "beta"),
+])
+def test_bad_values_are_rejected_before_training(overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        validate(make_cfg(overrides))
+
+
+def _cli(args, env_extra, cwd=ROOT):
+    env = {**os.environ, **env_extra}
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+def test_cli_runs_and_writes_results(tiny_root, tmp_path):
+    run = tmp_path / "cli"
+    p = _cli(["epochs=2", "progress=false", "arch.dense=[32,32]", f"hydra.run.dir={run}"],
+             {"GATELAB_DATA": str(tiny_root)})
+    assert p.returncode == 0, p.stderr
+    res = check_results(run, 2)
+    assert res["config"]["dataset"]["name"] == "mnist" and res["config"]["optimizer"]["name"] == "adam"
+    assert res["config"]["data"]["root"] is None  # came from $GATELAB_DATA
+
+
+@pytest.mark.parametrize("args,needle,code", [
+    (["regime=nope"], "regime", 1),
+    (["nonsense_key=1"], "nonsense_key", 1),
+    (["regime=flnpf"], "regime.source", 2),
+    (["regime=flnpf", "regime.source=/does/not/exist"], "checkpoint not found: /does/not/exist", 2),
+    (["dataset=cifar10", "data.download=false"], "cifar10.npz", 2),
+])
+def test_cli_bad_input_fails_clearly_before_training(tmp_path, args, needle, code):
+    p = _cli([*args, f"hydra.run.dir={tmp_path / 'r'}", "progress=false"], {"GATELAB_DATA": str(tmp_path / "nodata")})
+    assert p.returncode == code, (p.stdout, p.stderr)
+    assert needle in p.stdout + p.stderr
+    assert "epoch 1" not in p.stdout + p.stderr
