@@ -24,12 +24,14 @@ from . import checkpoints
 from .config import ConfigError, require_source
 from .models import DGN, Net, build_net, init_
 
-# The random stream of each seed: Θv is drawn first, then Θf, from one generator.
-INIT_STREAM = 0
+# The random streams of each seed. Θv is drawn first, then Θf, from one generator, so all regimes
+# of one seed share Θv0 (paired comparisons). FLNPF draws Θv0 from its own stream: its source is
+# the ReLU run of the same seed, whose Θ0 is that shared draw, and Θv0 must be independent of Θf.
+INIT_STREAM, SOURCE_VALUE_STREAM = 0, 2
 
 
-def init_generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(int(seed) * 1000 + INIT_STREAM)
+def init_generator(seed: int, stream: int = INIT_STREAM) -> torch.Generator:
+    return torch.Generator().manual_seed(int(seed) * 1000 + stream)
 
 
 def _plain(node) -> dict:
@@ -73,7 +75,7 @@ def build_model(cfg, in_shape: tuple, out_dim: int) -> tuple[DGN, dict]:
     source_state = None
     if regime.feature_init == "source":  # checked before anything is drawn or trained
         source_state, info["source_checkpoint"] = load_source(regime, arch, in_shape, out_dim)
-    gen = init_generator(cfg.seed)
+    gen = init_generator(cfg.seed, SOURCE_VALUE_STREAM if regime.feature_init == "source" else INIT_STREAM)
     value = init_(build_net(arch, in_shape, out_dim), arch.init, gen)
     feature = None
     if not regime.tied:
