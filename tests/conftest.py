@@ -42,6 +42,13 @@ def write_tiny_data(root: Path, n_train: int = 240, n_test: int = 80, seed: int 
     return root
 
 
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test starts from the same global RNG state: no test depends on luck."""
+    import torch
+    torch.manual_seed(0)
+
+
 @pytest.fixture(scope="session")
 def tiny_root(tmp_path_factory) -> Path:
     return write_tiny_data(tmp_path_factory.mktemp("data"))

@@ -66,7 +66,7 @@ def test_soft_gate_tends_to_hard_gate_as_beta_grows():
     """(1+eps)σ(βq) -> 1{q>0} with eps=0: gates converge monotonically in mean (σ(0)=1/2 stays) (DGN, gates from a ReLU
     feature net), and the outputs of both the DGN and the tied soft-ReLU net converge."""
     x = torch.randn(50, D_IN, dtype=torch.float64)
-    betas = (1.0, 10.0, 100.0, 1e3, 1e4)
+    betas = (1.0, 10.0, 100.0, 1e3, 1e4, 1e7)
     g_hard = kernels.gates(_dgn("hard"), x)
     gate_err = [sum((a - b).abs().mean().item() for a, b in zip(kernels.gates(_dgn("soft", beta=beta), x), g_hard))
                 for beta in betas]
