@@ -1,35 +1,50 @@
 """gatelab entry point: ``python run.py [dataset=..] [arch=..] [regime=..] [optimizer=..] [key=value ..]``.
 
 One run trains one (dataset, arch, regime, optimizer, seed) and writes ``results.json`` and
-``ckpt/`` into its Hydra run directory. Sweep with ``-m``. See README.md.
+``ckpt/`` into its run directory ``outputs/runs/<cell>/<regime>/seed<k>-<hash>``; a run already
+completed there is skipped. Sweep with ``-m``. See README.md.
 """
 import logging
 import sys
 from pathlib import Path
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))  # this checkout's gatelab, whatever is installed
 
-from gatelab.config import ConfigError, register
-from gatelab.data import DataNotFoundError
-from gatelab.train import train
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from hydra.types import RunMode  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from gatelab.config import ConfigError, register  # noqa: E402
+from gatelab.data import DataNotFoundError  # noqa: E402
+from gatelab.runs import register_resolver  # noqa: E402
+from gatelab.train import train  # noqa: E402
 
 register()
+register_resolver()
 log = logging.getLogger("gatelab")
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
-def main(cfg: DictConfig) -> float:
-    run_dir = Path(cfg.run_dir or HydraConfig.get().runtime.output_dir)
+def main(cfg: DictConfig):
+    hc = HydraConfig.get()
+    run_dir = Path(cfg.run_dir or hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
     try:
         results = train(cfg, run_dir)
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
         log.error("%s", e)
+        if multirun:  # recorded in results.json; the other jobs of the sweep go on
+            return None
         sys.exit(2)
+    except Exception:
+        if multirun:
+            log.exception("run failed (recorded in %s); the sweep goes on", run_dir / "results.json")
+            return None
+        raise
     log.info("%s: status %s, best test acc %s (epoch %s), results in %s", cfg.regime.name, results["status"],
              results["best_test_acc"], results["best_epoch"], run_dir / "results.json")
-    return results["best_test_acc"] or 0.0
+    return results["best_test_acc"]
 
 
 if __name__ == "__main__":

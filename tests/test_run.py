@@ -145,3 +145,33 @@ def test_cli_bad_input_fails_clearly_before_training(tmp_path, args, needle, cod
     assert p.returncode == code, (p.stdout, p.stderr)
     assert needle in p.stdout + p.stderr
     assert "epoch 1" not in p.stdout + p.stderr
+
+
+def test_run_directory_is_keyed_by_the_config():
+    from gatelab.runs import run_dir
+    a = run_dir(make_cfg(["seed=1"]))
+    assert a == run_dir(make_cfg(["seed=1", "device=cuda", "progress=true", "data.root=/elsewhere", "threads=1"]))
+    assert a.parts[:3] == ("outputs", "runs", "mnist-fc-adam-lr0.0003") and a.parts[3] == "relu"
+    others = {run_dir(make_cfg(o)) for o in (["seed=2"], ["seed=1", "epochs=2"], ["seed=1", "regime=dlnpf"],
+                                               ["seed=1", "optimizer.lr=1e-3"], ["seed=1", "arch.dense=[8]"])}
+    assert a not in others and len(others) == 5
+
+
+def test_cli_finds_its_run_again_skips_it_and_flnpf_auto_finds_its_relu_run(tiny_root, tmp_path):
+    common = ["epochs=1", "progress=false", "arch.dense=[16,16]", f"out_root={tmp_path}"]
+    env = {"GATELAB_DATA": str(tiny_root)}
+    p = _cli(common, env)
+    assert p.returncode == 0, p.stderr
+    (relu_json,) = tmp_path.glob("runs/mnist-fc-adam-lr0.0003/relu/seed0-*/results.json")
+    first = relu_json.read_text()
+    p = _cli(common, env)
+    assert p.returncode == 0 and "skipped" in p.stdout + p.stderr
+    assert relu_json.read_text() == first
+    p = _cli([*common, "regime=flnpf", "regime.source=auto"], env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (fl_json,) = tmp_path.glob("runs/mnist-fc-adam-lr0.0003/flnpf/seed0-*/results.json")
+    res = json.loads(fl_json.read_text())
+    assert res["status"] == "completed"
+    assert res["model"]["source_checkpoint"] == str(relu_json.parent / "ckpt" / "best.pt")
+    p = _cli([*common, "regime=flnpf", "regime.source=auto", "seed=3"], env)  # no ReLU run for seed 3
+    assert p.returncode == 2 and "run it first" in p.stdout + p.stderr

@@ -12,7 +12,7 @@ from typing import Any, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from . import checkpoints
+from . import checkpoints, runs
 
 
 class ConfigError(ValueError):
@@ -86,7 +86,10 @@ class Config:
     eval_batch_size: int = 2048
     checkpoint_epochs: List[int] = field(default_factory=list)  # extra ckpt/epoch_<N>.pt (FLNPF stages)
     progress: bool = True  # tqdm bars
-    run_dir: Optional[str] = None  # where results go; None -> Hydra's output dir
+    threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
+    out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.runs)
+    run_dir: Optional[str] = None  # explicit run directory; None -> Hydra's output dir
+    force: bool = False  # rerun even if the run directory holds a completed results.json
 
 
 SOURCES = ("mnist", "cifar10")
@@ -109,14 +112,23 @@ def _one_of(what: str, value: Any, allowed: tuple) -> None:
         raise ConfigError(f"{what}={value!r} is not one of {', '.join(map(str, allowed))}")
 
 
-def require_source(reg: Any):
-    """The FLNPF source checkpoint file (None for other regimes); raises if it is not given or absent."""
+def require_source(cfg: Any):
+    """The FLNPF source checkpoint file (None for other regimes); raises if it is not given or absent.
+    ``regime.source=auto``: the ReLU run of the same cell and seed (:func:`gatelab.runs.relu_source_dir`)."""
+    reg = cfg.regime
     if reg.feature_init != "source":
         return None
     if not reg.source:
         raise ConfigError(f"regime={reg.name} copies its feature network from a trained ReLU run: "
-                          "set regime.source=<ReLU run dir or checkpoint .pt>")
-    return checkpoints.resolve(reg.source, reg.source_ckpt)
+                          "set regime.source=<ReLU run dir, checkpoint .pt, or auto>")
+    if reg.source != "auto":
+        return checkpoints.resolve(reg.source, reg.source_ckpt)
+    src = runs.relu_source_dir(cfg)
+    try:
+        return checkpoints.resolve(str(src), reg.source_ckpt)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{e}. regime.source=auto looks for the ReLU run of this cell and seed: "
+                                "run it first (same overrides with regime=relu)") from None
 
 
 def validate(cfg: Any) -> None:
@@ -144,7 +156,7 @@ def validate(cfg: Any) -> None:
     if reg.tied and (reg.feature_init != "independent" or reg.feature_trainable):
         raise ConfigError("a tied regime has no separate feature network: "
                           "leave regime.feature_init / feature_trainable at their defaults")
-    require_source(reg)
+    require_source(cfg)
     if reg.source and reg.feature_init != "source":
         raise ConfigError(f"regime.source is only used by regimes with feature_init=source, not {reg.name}")
     _one_of("optimizer.name", opt.name, OPTIMIZERS)

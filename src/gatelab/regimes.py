@@ -38,9 +38,10 @@ def _plain(node) -> dict:
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node)
 
 
-def load_source(regime, arch, in_shape: tuple, out_dim: int) -> tuple[dict, str]:
+def load_source(cfg, in_shape: tuple, out_dim: int) -> tuple[dict, str]:
     """State dict of the source ReLU network for FLNPF, checked against this run's architecture."""
-    path = require_source(regime)
+    arch = cfg.arch
+    path = require_source(cfg)
     state = checkpoints.load(path)
     src_arch, src_regime = state["arch"], state["regime"]
     mine = {k: v for k, v in _plain(arch).items() if k != "name"}
@@ -74,7 +75,7 @@ def build_model(cfg, in_shape: tuple, out_dim: int) -> tuple[DGN, dict]:
     info: dict = {}
     source_state = None
     if regime.feature_init == "source":  # checked before anything is drawn or trained
-        source_state, info["source_checkpoint"] = load_source(regime, arch, in_shape, out_dim)
+        source_state, info["source_checkpoint"] = load_source(cfg, in_shape, out_dim)
     gen = init_generator(cfg.seed, SOURCE_VALUE_STREAM if regime.feature_init == "source" else INIT_STREAM)
     value = init_(build_net(arch, in_shape, out_dim), arch.init, gen)
     feature = None

@@ -8,6 +8,7 @@ records status ``failed``. Only ``completed`` runs are results.
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import platform
@@ -96,6 +97,20 @@ def environment(device: torch.device) -> dict:
             "git_commit": commit}
 
 
+def read_results(path: Path) -> Optional[dict]:
+    """A results.json of this version, or None if absent, truncated or of another version."""
+    try:
+        res = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return res if isinstance(res, dict) and res.get("version") == RESULTS_VERSION else None
+
+
+def completed_results(run_dir: Path) -> Optional[dict]:
+    res = read_results(Path(run_dir) / RESULTS)
+    return res if res is not None and res.get("status") == "completed" else None
+
+
 def train(cfg, run_dir: Path) -> dict:
     """Train one run and write ``<run_dir>/results.json``; returns the results dict.
 
@@ -104,7 +119,14 @@ def train(cfg, run_dir: Path) -> dict:
     """
     validate(cfg)
     run_dir = Path(run_dir)
+    done = completed_results(run_dir)
+    if done is not None and not cfg.force:
+        log.info("%s already completed (best test acc %s); skipped (force=true reruns it)", run_dir,
+                 done["best_test_acc"])
+        return done
     run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     t_start = time.time()
     results = {"version": RESULTS_VERSION, "status": "running", "seed": int(cfg.seed),
                "config": OmegaConf.to_container(cfg, resolve=True), "history": []}
@@ -122,6 +144,7 @@ def train(cfg, run_dir: Path) -> dict:
         raise
     finally:
         results["wall_time_s"] = round(time.time() - t_start, 3)
+        results["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         checkpoints.atomic_write_json(run_dir / RESULTS, results)
     return results
 
