@@ -1,14 +1,42 @@
-# gatelab Make targets. DATA defaults to $GATELAB_DATA (or ../shared/data when that exists).
+# gatelab Make targets. Data: DATA=<dir> (default $GATELAB_DATA, else ../shared/data when it exists).
+# Sweeps: JOBS=N runs N jobs at once on this machine (joblib, 1 CPU thread each); EPOCHS=N and
+# SEEDS=0,1 override the paper's settings (the report records the scale it was made at).
 PYTHON ?= python
 DATA ?= $(or $(GATELAB_DATA),$(wildcard ../shared/data))
-DATA_ARG = $(if $(DATA),data.root=$(abspath $(DATA)),)
+JOBS ?= 1
+EPOCHS ?=
+SEEDS ?=
 
-.PHONY: install test run help
+DATA_ARG = $(if $(DATA),data.root=$(abspath $(DATA)),)
+LAUNCH = $(if $(filter-out 1,$(JOBS)),hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS) threads=1,)
+RUN_ARGS = progress=false $(DATA_ARG) $(LAUNCH) $(if $(EPOCHS),epochs=$(EPOCHS)) $(if $(SEEDS),seed=$(SEEDS))
+T2_ROOT = outputs/table2$(if $(EPOCHS),-$(EPOCHS)ep)
+CMD = make $(MAKECMDGOALS)$(if $(EPOCHS), EPOCHS=$(EPOCHS))$(if $(SEEDS), SEEDS=$(SEEDS))$(if $(filter-out 1,$(JOBS)), JOBS=$(JOBS))
+
+TABLE2_ROWS = fc_sgd fc_adam vconv_sgd vconv_adam gconv_sgd gconv_adam
+# Reduced scale for a 2-core CPU (table2-quick): few epochs, first examples only, 2 seeds, one SGD step.
+QUICK_FC = epochs=3 dataset.limit_train=10000 dataset.limit_test=2000 seed=0,1
+QUICK_CONV = epochs=2 dataset.limit_train=1000 dataset.limit_test=500 seed=0,1
+quick_args = $(if $(findstring fc_,$(1)),$(QUICK_FC) $(if $(findstring sgd,$(1)),optimizer.lr=0.1),$(QUICK_CONV) $(if $(findstring sgd,$(1)),optimizer.lr=0.01))
+
+# One Table 2 row: every regime but FLNPF, then FLNPF from the ReLU run of the same step size and seed.
+# $(1) row, $(2) out_root, $(3) extra overrides
+define table2_row
+	$(PYTHON) run.py -m +experiment=table2_$(1) regime=relu,frnpf_ii,frnpf_di,dlnpf out_root=$(2) $(RUN_ARGS) $(3)
+	$(PYTHON) run.py -m +experiment=table2_$(1) regime=flnpf regime.source=auto out_root=$(2) $(RUN_ARGS) $(3)
+
+endef
+
+.PHONY: help install test run table2 table2-mnist table2-quick report
 
 help:
-	@echo "make install   pip install -e .[dev]"
-	@echo "make test      the test suite (CPU, a few minutes)"
-	@echo "make run       python run.py (MNIST / FC / ReLU / Adam, 10 epochs)"
+	@echo "make install        pip install -e .[dev]"
+	@echo "make test           the test suite (CPU, tiny generated data)"
+	@echo "make run            python run.py (MNIST / FC / ReLU / Adam, 10 epochs)"
+	@echo "make table2         Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds (SGD: 3 step sizes), paper epochs"
+	@echo "make table2-mnist   its two FC/MNIST rows"
+	@echo "make table2-quick   all rows at reduced scale (2-core CPU, under 30 min)"
+	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
 install:
 	$(PYTHON) -m pip install -e ".[dev]"
@@ -18,3 +46,18 @@ test:
 
 run:
 	$(PYTHON) run.py $(DATA_ARG)
+
+table2:
+	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),$(T2_ROOT),))
+	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"
+
+table2-mnist:
+	$(foreach row,fc_sgd fc_adam,$(call table2_row,$(row),$(T2_ROOT),))
+	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --arch fc --out outputs/reports/table2-mnist --command "$(CMD)"
+
+table2-quick:
+	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),outputs/table2-quick,$(call quick_args,$(row))))
+	$(PYTHON) -m gatelab.report table2 --runs outputs/table2-quick --out outputs/reports/table2-quick --seeds 2 --command "$(CMD) (reduced: FC $(QUICK_FC); conv $(QUICK_CONV))"
+
+report:
+	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"
