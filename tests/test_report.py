@@ -1,0 +1,87 @@
+"""The Table 2 report: grouping, statistics, step-size choice, exclusions, determinism."""
+import json
+import statistics
+
+import pandas as pd
+import pytest
+
+from conftest import TINY_ARCH, make_cfg
+from gatelab import report
+from gatelab.train import RESULTS_VERSION, train
+
+
+def fake_run(root, arch, opt, dataset, regime, lr, seed, best, status="completed", epochs=3):
+    d = root / f"{arch}-{opt}-{lr}" / regime / f"seed{seed}"
+    d.mkdir(parents=True)
+    res = {"version": RESULTS_VERSION, "status": status, "seed": seed,
+           "best_test_acc": best if status == "completed" else None, "finished_at": f"2026-01-01T00:00:{seed:02d}Z",
+           "env": {"git_commit": "abc1234", "device_name": "cpu"},
+           "config": {"arch": {"name": arch}, "optimizer": {"name": opt, "lr": lr}, "epochs": epochs,
+                      "dataset": {"name": dataset, "limit_train": None, "limit_test": None},
+                      "regime": {"name": regime}}}
+    (d / "results.json").write_text(json.dumps(res))
+
+
+@pytest.fixture
+def runs(tmp_path):
+    root = tmp_path / "runs"
+    accs = {0.1: [0.970, 0.972, 0.968], 0.01: [0.980, 0.978, 0.982], 0.001: [0.95, 0.951, 0.949]}
+    for lr, values in accs.items():
+        for seed, acc in enumerate(values):
+            fake_run(root, "fc", "sgd", "mnist", "relu", lr, seed, acc)
+    for seed, acc in enumerate([0.9800, 0.9810, 0.9820, 0.9830, 0.9840]):
+        fake_run(root, "fc", "adam", "mnist", "dlnpf", 3e-4, seed, acc)
+    fake_run(root, "fc", "adam", "mnist", "relu", 3e-4, 0, 0.90)
+    fake_run(root, "fc", "adam", "mnist", "relu", 3e-4, 1, None, status="diverged")
+    fake_run(root, "fc", "adam", "mnist", "relu", 3e-4, 2, None, status="failed")
+    bad = root / "truncated"
+    bad.mkdir()
+    (bad / "results.json").write_text('{"version": 1, "status": "comp')
+    return root
+
+
+def test_cells_statistics_and_step_size_choice(runs, tmp_path):
+    df = report.write_table2(runs, tmp_path / "out")
+    cell = lambda opt, reg: df[(df.optimizer == opt) & (df.regime == reg)].iloc[0]  # noqa: E731
+    sgd = cell("sgd", "relu")
+    assert sgd.lr == 0.01 and sgd.n == 3  # the best mean of the three step sizes
+    assert sgd["mean"] == pytest.approx(98.0) and sgd["std"] == pytest.approx(statistics.stdev([98.0, 97.8, 98.2]))
+    assert sgd.paper_mean == 97.85 and sgd["diff"] == pytest.approx(0.15) and sgd.short and not sgd.far
+    dl = cell("adam", "dlnpf")
+    assert dl.n == 5 and not dl.short and dl["mean"] == pytest.approx(98.2)
+    relu = cell("adam", "relu")
+    assert relu.n == 1 and relu["mean"] == pytest.approx(90.0) and relu.far  # 8 points below the paper
+    assert relu.excluded == "diverged:seed1;failed:seed2"
+
+
+def test_rendered_files_name_the_exclusions_and_are_reproducible(runs, tmp_path):
+    report.write_table2(runs, tmp_path / "a", command="make x")
+    report.write_table2(runs, tmp_path / "b", command="make x")
+    for name in ("table2.md", "table2.csv", "table2.tex"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    md = (tmp_path / "a" / "table2.md").read_text()
+    assert "| Arch | Optimiser | Dataset | FRNPF (II) | FRNPF (DI) | DLNPF (β=4) | FLNPF | ReLU |" in md
+    assert "**98.00 ± 0.20**† (n=3, lr 0.01)" in md and "paper 97.85 ± 0.09" in md and "Δ +0.15" in md
+    assert "diverged:seed1" in md and "truncated" in md and "make x" in md
+    csv = pd.read_csv(tmp_path / "a" / "table2.csv")
+    assert len(csv) == 3 and set(csv.regime) == {"relu", "dlnpf"}
+    assert "98.20$\\pm$0.16 (98.22)" in (tmp_path / "a" / "table2.tex").read_text()
+
+
+def test_report_reads_real_runs(tiny_root, tmp_path):
+    for seed in (0, 1):
+        run = tmp_path / "runs" / f"s{seed}"
+        train(make_cfg(["arch=fc", *TINY_ARCH["fc"], f"seed={seed}", "optimizer=sgd", "optimizer.lr=0.1"],
+                       tiny_root, run), run)
+    df = report.write_table2(tmp_path / "runs", tmp_path / "out", expected_seeds=2)
+    (line,) = df.itertuples()
+    assert (line.arch, line.optimizer, line.regime, line.n, line.short) == ("fc", "sgd", "relu", 2, False)
+    accs = [json.loads((tmp_path / "runs" / f"s{s}" / "results.json").read_text())["best_test_acc"] for s in (0, 1)]
+    assert line.mean == pytest.approx(100 * sum(accs) / 2)
+
+
+def test_cli(runs, tmp_path, capsys):
+    report.main(["table2", "--runs", str(runs), "--out", str(tmp_path / "o"), "--arch", "fc"])
+    assert "Table 2" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no results.json"):
+        report.main(["table2", "--runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")])
