@@ -76,3 +76,42 @@ def test_soft_gate_tends_to_hard_gate_as_beta_grows():
             y_hard = _dgn("hard", tied)(x)
             errs = [(_dgn("soft", tied, beta=beta)(x) - y_hard).abs().max().item() for beta in betas]
         assert errs[0] > 1e-2 and errs[-2] < errs[0] and errs[-1] < 1e-3, errs
+
+
+def _explicit_ntk(model, x, params):
+    """K(s,s') = Σ_c <∂θ ŷ_c(x_s), ∂θ ŷ_c(x_s')>, one autograd.grad call per example and output."""
+    rows = []
+    for xi in x:
+        out = model(xi.unsqueeze(0)).squeeze(0)
+        grads = [torch.autograd.grad(oc, params, retain_graph=True, allow_unused=True) for oc in out]
+        rows.append(torch.stack([torch.cat([(torch.zeros_like(p) if g is None else g).flatten()
+                                            for g, p in zip(gs, params)]) for gs in grads]))
+    j = torch.stack(rows)  # (n, outputs, parameters)
+    return torch.einsum("ncp,mcp->nm", j, j)
+
+
+@pytest.mark.parametrize("gate,tied", [("soft", False), ("hard", False), ("hard", True)])
+def test_ntk_blocks_match_explicit_gradients(gate, tied):
+    v = Net((D_IN, 1, 1), [], "flatten", WIDTHS, 2, bias=True)
+    f = None if tied else Net((D_IN, 1, 1), [], "flatten", WIDTHS, 2, bias=True)
+    model = DGN(v, f, gate=gate, beta=2.0, eps=0.1).double()
+    x = torch.randn(5, D_IN, dtype=torch.float64)
+    blocks = kernels.ntk_blocks(model, x, chunk=2)
+    assert set(blocks) == ({"value"} if tied else {"value", "feature"})
+    torch.testing.assert_close(blocks["value"], _explicit_ntk(model, x, list(v.parameters())))
+    if not tied:
+        kf = _explicit_ntk(model, x, list(f.hidden.parameters()))
+        torch.testing.assert_close(blocks["feature"], kf)
+        if gate == "hard":  # 0/1 gates pass no gradient to Θf (paper 001 §6.2, item 6)
+            assert torch.count_nonzero(blocks["feature"]) == 0
+        else:
+            assert blocks["feature"].trace() > 0
+
+
+def test_nu_is_invariant_to_kernel_scale_and_matches_the_definition():
+    a = torch.randn(6, 6, dtype=torch.float64)
+    h = a @ a.T + 0.1 * torch.eye(6, dtype=torch.float64)
+    y = torch.tensor([1.0, -1, 1, 1, -1, -1], dtype=torch.float64)
+    expected = float(y @ torch.linalg.inv(h / torch.trace(h)) @ y)
+    assert kernels.nu(h, y) == pytest.approx(expected)
+    assert kernels.nu(7.0 * h, y) == pytest.approx(expected)

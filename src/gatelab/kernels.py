@@ -40,3 +40,36 @@ def npk(model: DGN, x: torch.Tensor) -> torch.Tensor:
     if model.value.n_conv:
         raise NotImplementedError("npk: the product form of Λ holds for fully connected nets only")
     return gram(x) * overlap(gates(model, x))
+
+
+def ntk_blocks(model: DGN, x: torch.Tensor, chunk: int = 50) -> dict[str, torch.Tensor]:
+    """NTK blocks of Prop 4.1: ``value`` = Kᵛ = Ψᵛᵀ Ψᵛ (gradients w.r.t. Θv) and, for an untied DGN,
+    ``feature`` = Kᶠ (gradients w.r.t. the feature net's hidden layers; its head is unused).
+
+    For a vector output, K(s,s') = Σ_c <∂θ ŷ_c(x_s), ∂θ ŷ_c(x_s')> (the trace over output units).
+    Per-example Jacobians come from ``torch.func`` (vmap of jacrev), ``chunk`` examples at a time.
+    """
+    from torch.func import functional_call, jacrev, vmap
+
+    params = {k: p.detach() for k, p in model.named_parameters()}
+    groups = {"value": [k for k in params if k.startswith("value.")]}
+    if not model.tied:
+        groups["feature"] = [k for k in params if k.startswith("feature.") and not k.startswith("feature.head.")]
+
+    def out(sub, xi):
+        return functional_call(model, {**params, **sub}, (xi.unsqueeze(0),)).squeeze(0)
+
+    blocks = {}
+    for name, keys in groups.items():
+        sub = {k: params[k] for k in keys}
+        jac = torch.cat([torch.cat([j.flatten(2) for j in vmap(jacrev(out), in_dims=(None, 0))(sub, xc).values()], 2)
+                         for xc in x.split(chunk)])  # (n, outputs, parameters)
+        blocks[name] = torch.einsum("ncp,mcp->nm", jac, jac)
+    return blocks
+
+
+def nu(h: torch.Tensor, y: torch.Tensor) -> float:
+    """ν = yᵀ Ĥ⁻¹ y with Ĥ = H / trace(H) (paper 001 Fig. 3 middle), in float64."""
+    h = h.double()
+    h_hat = h / torch.trace(h)
+    return float(y.double() @ torch.linalg.solve(h_hat, y.double()))
