@@ -27,7 +27,9 @@ define table2_row
 
 endef
 
-.PHONY: help install test run table2 table2-mnist table2-quick report
+FIG_SCALE ?= quick
+
+.PHONY: help install test run table2 table2-mnist table2-quick report figure3
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -36,6 +38,7 @@ help:
 	@echo "make table2         Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds (SGD: 3 step sizes), paper epochs"
 	@echo "make table2-mnist   its two FC/MNIST rows"
 	@echo "make table2-quick   all rows at reduced scale (2-core CPU, under 30 min)"
+	@echo "make figure3        Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
 install:
@@ -61,3 +64,6 @@ table2-quick:
 
 report:
 	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"
+
+figure3:
+	$(PYTHON) -m gatelab.figures figure3 --scale $(FIG_SCALE) --runs outputs/figure3-$(FIG_SCALE) --out outputs/reports/figure3 $(DATA_ARG)

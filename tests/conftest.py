@@ -5,14 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf, open_dict
-
-from gatelab.config import register
+from gatelab.config import compose
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
-register()
 
 # Small enough for a 2-core CPU: every (dataset, arch, regime) trains one epoch in well under a second.
 TINY_ARCH = {"fc": ["arch.dense=[16,16,16]"],
@@ -61,11 +57,7 @@ def make_cfg(overrides=(), root: Path | None = None, run_dir: Path | None = None
         base.append(f"data.root={root}")
     if run_dir is not None:
         base.append(f"run_dir={run_dir}")
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=base + list(overrides))
-    with open_dict(cfg):
-        cfg.pop("hydra", None)
-    return cfg
+    return compose(base + list(overrides))
 
 
 @pytest.fixture
@@ -74,5 +66,3 @@ def cfg_factory(tiny_root, tmp_path):
         return make_cfg([f"arch={arch}", *TINY_ARCH[arch], *overrides], tiny_root, tmp_path / run)
     return factory
 
-
-__all__ = ["make_cfg", "write_tiny_data", "OmegaConf"]

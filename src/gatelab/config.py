@@ -84,7 +84,7 @@ class Config:
     epochs: int = 10
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N | mps
     eval_batch_size: int = 2048
-    checkpoint_epochs: List[int] = field(default_factory=list)  # extra ckpt/epoch_<N>.pt (FLNPF stages)
+    checkpoint_epochs: List[int] = field(default_factory=list)  # extra ckpt/epoch_<N>.pt (FLNPF stages; 0 = init)
     progress: bool = True  # tqdm bars
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.runs)
@@ -105,6 +105,20 @@ OPTIMIZERS = ("sgd", "adam", "rmsprop")
 def register() -> None:
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
+
+
+def compose(overrides=()) -> Any:
+    """The job config that ``python run.py <overrides>`` would run (without the ``hydra`` node)."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    register()
+    runs.register_resolver()
+    with initialize_config_dir(config_dir=str(runs.CONF_DIR), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=list(overrides))
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    return cfg
 
 
 def _one_of(what: str, value: Any, allowed: tuple) -> None:

@@ -3,7 +3,7 @@
 Per epoch: train loss/accuracy (running mean over the epoch's mini-batches, as Keras reports them
 in the paper's code), test loss/accuracy; checkpoints ``ckpt/last.pt``, ``ckpt/best.pt`` (best test
 accuracy: the FLNPF source, as in the paper's code) and ``ckpt/epoch_<N>.pt`` for
-``checkpoint_epochs``. A non-finite loss stops the run with status ``diverged``; an exception
+``checkpoint_epochs`` (0: the initialisation). A non-finite loss stops the run with status ``diverged``; an exception
 records status ``failed``. Only ``completed`` runs are results.
 """
 from __future__ import annotations
@@ -163,6 +163,8 @@ def _fit(cfg, model, data, device, run_dir: Path, results: dict) -> None:
     history = results["history"]
     best_acc, best_epoch = -1.0, None
     n_train = len(data.train)
+    if 0 in extra_epochs:  # the initialisation, for kernels over training (Figure 3)
+        checkpoints.save(ckpt_dir / "epoch_0.pt", **meta, epoch=0, test_acc=None, model=model.state_dict())
     model.train()
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.time()
