@@ -106,9 +106,12 @@ def read_results(path: Path) -> Optional[dict]:
     return res if isinstance(res, dict) and res.get("version") == RESULTS_VERSION else None
 
 
-def completed_results(run_dir: Path) -> Optional[dict]:
+FINAL = ("completed", "diverged")  # re-running these gives the same result: they are skipped
+
+
+def finished_results(run_dir: Path) -> Optional[dict]:
     res = read_results(Path(run_dir) / RESULTS)
-    return res if res is not None and res.get("status") == "completed" else None
+    return res if res is not None and res.get("status") in FINAL else None
 
 
 def train(cfg, run_dir: Path) -> dict:
@@ -119,11 +122,11 @@ def train(cfg, run_dir: Path) -> dict:
     """
     validate(cfg)
     run_dir = Path(run_dir)
-    done = completed_results(run_dir)
+    done = finished_results(run_dir)
     if done is not None and not cfg.force:
-        log.info("%s already completed (best test acc %s); skipped (force=true reruns it)", run_dir,
+        log.info("%s already %s (best test acc %s); skipped (force=true reruns it)", run_dir, done["status"],
                  done["best_test_acc"])
-        return done
+        return {**done, "skipped": True}
     run_dir.mkdir(parents=True, exist_ok=True)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -138,19 +141,26 @@ def train(cfg, run_dir: Path) -> dict:
         model, info = regimes.build_model(cfg, data.in_shape, data.out_dim)
         model.to(device)
         results["model"] = {**regimes.describe(model), **info}
-        _fit(cfg, model, data, device, run_dir, results)
+        _fit(cfg, model, data, device, run_dir, results, lambda: _write(run_dir, results, t_start))
     except BaseException as e:
         results.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
         raise
     finally:
-        results["wall_time_s"] = round(time.time() - t_start, 3)
-        results["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        checkpoints.atomic_write_json(run_dir / RESULTS, results)
+        _write(run_dir, results, t_start)
     return results
 
 
-def _fit(cfg, model, data, device, run_dir: Path, results: dict) -> None:
-    """The epoch loop; fills ``results`` in place."""
+def _write(run_dir: Path, results: dict, t_start: float) -> None:
+    """results.json as it stands (status ``running`` while training), written atomically."""
+    results["wall_time_s"] = round(results.get("prior_wall_time_s", 0.0) + time.time() - t_start, 3)
+    results["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    checkpoints.atomic_write_json(run_dir / RESULTS, results)
+
+
+def _fit(cfg, model, data, device, run_dir: Path, results: dict, save_progress) -> None:
+    """The epoch loop; fills ``results`` in place. Resumes from ``ckpt/last.pt`` when a previous
+    invocation of the same run stopped early (preempted, killed, failed): model, optimiser and
+    data-order RNG state are restored, so the run ends as if never interrupted."""
     opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
     shuffle_gen = torch.Generator(device=device).manual_seed(int(cfg.seed) * 1000 + SHUFFLE_STREAM)
     bs, task = cfg.optimizer.batch_size, data.task
@@ -163,10 +173,24 @@ def _fit(cfg, model, data, device, run_dir: Path, results: dict) -> None:
     history = results["history"]
     best_acc, best_epoch = -1.0, None
     n_train = len(data.train)
-    if 0 in extra_epochs:  # the initialisation, for kernels over training (Figure 3)
+    t_fit = time.time()
+    start = 1
+    if (ckpt_dir / "last.pt").is_file() and not cfg.force:
+        last = checkpoints.load(ckpt_dir / "last.pt")
+        model.load_state_dict(last["model"])
+        opt.load_state_dict(last["optimizer"])
+        shuffle_gen.set_state(last["shuffle_rng"])
+        history[:] = last["history"]
+        start = last["epoch"] + 1
+        best_epoch = max(history, key=lambda h: h["test_acc"])["epoch"]  # first of equals, as below
+        best_acc = history[best_epoch - 1]["test_acc"]
+        results.update(resumed_from_epoch=last["epoch"], resumes=last.get("resumes", 0) + 1,
+                       prior_wall_time_s=last.get("wall_time_s", 0.0))
+        log.info("resumed from %s at epoch %d", ckpt_dir / "last.pt", last["epoch"])
+    elif 0 in extra_epochs:  # the initialisation, for kernels over training (Figure 3)
         checkpoints.save(ckpt_dir / "epoch_0.pt", **meta, epoch=0, test_acc=None, model=model.state_dict())
     model.train()
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in range(start, cfg.epochs + 1):
         t0 = time.time()
         loss_sum = torch.zeros((), device=device)
         correct = torch.zeros((), device=device, dtype=torch.long)
@@ -200,7 +224,9 @@ def _fit(cfg, model, data, device, run_dir: Path, results: dict) -> None:
         if epoch in extra_epochs:
             checkpoints.save(ckpt_dir / f"epoch_{epoch}.pt", **state)
         checkpoints.save(ckpt_dir / "last.pt", **state, optimizer=opt.state_dict(),
-                         shuffle_rng=shuffle_gen.get_state(), history=history)
+                         shuffle_rng=shuffle_gen.get_state(), history=history, resumes=results.get("resumes", 0),
+                         wall_time_s=results.get("prior_wall_time_s", 0.0) + time.time() - t_fit)
+        save_progress()
     else:
         results["status"] = "completed"
     results.update(best_test_acc=best_acc if best_epoch else None, best_epoch=best_epoch,

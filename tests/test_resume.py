@@ -1,0 +1,91 @@
+"""Interrupted runs resume from ckpt/last.pt and end exactly as if never interrupted (CPU: bit-identical)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import ROOT, make_cfg, write_tiny_data
+from gatelab import checkpoints, train as train_mod
+from gatelab.train import train
+
+
+def _strip(history):
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
+def _same_run(a, b):
+    ra, rb = (json.loads((d / "results.json").read_text()) for d in (a, b))
+    assert ra["status"] == rb["status"] == "completed"
+    assert _strip(ra["history"]) == _strip(rb["history"])
+    assert (ra["best_test_acc"], ra["best_epoch"]) == (rb["best_test_acc"], rb["best_epoch"])
+    wa, wb = (checkpoints.load(d / "ckpt" / "last.pt") for d in (a, b))
+    assert wa["model"].keys() == wb["model"].keys()
+    for k in wa["model"]:
+        assert torch.equal(wa["model"][k], wb["model"][k]), k
+    assert torch.equal(wa["shuffle_rng"], wb["shuffle_rng"])
+    return ra, rb
+
+
+def test_a_failed_run_is_resumed_and_matches_an_uninterrupted_one(tiny_root, tmp_path, monkeypatch):
+    over = ["regime=dlnpf", "arch.dense=[16,16]", "epochs=4", "optimizer=adam"]
+    train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
+    real_evaluate = train_mod.evaluate
+    calls = {"n": 0}
+
+    def flaky(*a, **k):  # the node dies during epoch 3's evaluation
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("node lost")
+        return real_evaluate(*a, **k)
+    monkeypatch.setattr(train_mod, "evaluate", flaky)
+    with pytest.raises(RuntimeError, match="node lost"):
+        train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    saved = json.loads((tmp_path / "cut" / "results.json").read_text())
+    assert saved["status"] == "failed" and len(saved["history"]) == 2
+    monkeypatch.setattr(train_mod, "evaluate", real_evaluate)
+    res = train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    assert res["resumed_from_epoch"] == 2 and res["resumes"] == 1
+    _same_run(tmp_path / "ref", tmp_path / "cut")
+
+
+def test_completed_and_diverged_runs_are_skipped_unless_forced(cfg_factory, tmp_path):
+    res = train(cfg_factory(), tmp_path / "run")
+    again = train(cfg_factory(), tmp_path / "run")
+    assert again["skipped"] and again["finished_at"] == res["finished_at"]
+    forced = train(cfg_factory("force=true"), tmp_path / "run")
+    assert "skipped" not in forced and "resumed_from_epoch" not in forced
+    div = train(cfg_factory("optimizer=sgd", "optimizer.lr=1e30"), tmp_path / "div")
+    assert div["status"] == "diverged" and train(cfg_factory("optimizer=sgd", "optimizer.lr=1e30"), tmp_path / "div")["skipped"]
+
+
+def test_sigkill_mid_epoch_then_resume_equals_uninterrupted(tmp_path):
+    root = write_tiny_data(tmp_path / "data", n_train=6000, n_test=200)
+    args = ["epochs=6", "progress=false", "arch.dense=[64,64]", "threads=1", f"data.root={root}"]
+
+    def start(run_dir):
+        return subprocess.Popen([sys.executable, str(ROOT / "run.py"), *args, f"hydra.run.dir={run_dir}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ref = start(tmp_path / "ref")
+    assert ref.wait(timeout=300) == 0
+    cut = start(tmp_path / "cut")
+    results = tmp_path / "cut" / "results.json"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill as soon as two epochs are on disk: in the middle of the third
+        try:
+            if len(json.loads(results.read_text())["history"]) >= 2:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.01)
+    os.kill(cut.pid, signal.SIGKILL)
+    cut.wait()
+    killed = json.loads(results.read_text())
+    assert killed["status"] == "running" and 2 <= len(killed["history"]) < 6
+    assert start(tmp_path / "cut").wait(timeout=300) == 0
+    _, resumed = _same_run(tmp_path / "ref", tmp_path / "cut")
+    assert resumed["resumed_from_epoch"] >= 2
