@@ -18,6 +18,7 @@ from omegaconf import DictConfig  # noqa: E402
 from gatelab.config import ConfigError, register  # noqa: E402
 from gatelab.data import DataNotFoundError  # noqa: E402
 from gatelab.runs import register_resolver  # noqa: E402
+from gatelab.sweep import outcome_of, record  # noqa: E402
 from gatelab.train import train  # noqa: E402
 
 register()
@@ -34,14 +35,17 @@ def main(cfg: DictConfig):
         results = train(cfg, run_dir)
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
         log.error("%s", e)
-        if multirun:  # recorded in results.json; the other jobs of the sweep go on
+        record(cfg.out_root, run_dir, "failed", f"{type(e).__name__}: {e}")
+        if multirun:  # recorded in results.json and the sweep journal; the other jobs go on
             return None
         sys.exit(2)
-    except Exception:
+    except Exception as e:
+        record(cfg.out_root, run_dir, "failed", f"{type(e).__name__}: {e}")
         if multirun:
             log.exception("run failed (recorded in %s); the sweep goes on", run_dir / "results.json")
             return None
         raise
+    record(cfg.out_root, run_dir, outcome_of(results))
     log.info("%s: status %s, best test acc %s (epoch %s), results in %s", cfg.regime.name, results["status"],
              results["best_test_acc"], results["best_epoch"], run_dir / "results.json")
     return results["best_test_acc"]

@@ -112,6 +112,9 @@ def test_every_config_option_composes_and_validates(group, tmp_path):
     (["regime.gate=sometimes"], "regime.gate"),
     (["arch.pool=max"], "arch.pool"),
     (["regime=dlnpf", "regime.beta=0"], "beta"),
+    (["regime=dlnpf", "regime.gate=hard"], "no gradient"),
+    (["arch=fc", "arch.pool=gap"], "needs arch.conv_channels"),
+    (["regime=relu", "regime.feature_init=copy_value"], "tied"),
 ])
 def test_bad_values_are_rejected_before_training(overrides, match):
     with pytest.raises(ConfigError, match=match):

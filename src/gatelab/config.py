@@ -162,7 +162,12 @@ def validate(cfg: Any) -> None:
         raise ConfigError("arch needs at least one hidden layer (conv_channels or dense)")
     if any(w <= 0 for w in list(arch.conv_channels) + list(arch.dense)):
         raise ConfigError("arch layer widths must be positive")
+    if arch.pool == "gap" and not arch.conv_channels:
+        raise ConfigError("arch.pool=gap averages conv feature maps: it needs arch.conv_channels")
     _one_of("regime.gate", reg.gate, GATES)
+    if reg.feature_trainable and reg.gate != "soft":
+        raise ConfigError(f"regime.feature_trainable=true with regime.gate={reg.gate}: {reg.gate} gates pass no "
+                          "gradient to the feature network; use regime.gate=soft (as DLNPF does)")
     _one_of("regime.feature_init", reg.feature_init, FEATURE_INITS)
     _one_of("regime.feature_act", reg.feature_act, FEATURE_ACTS)
     if reg.gate == "soft" and reg.beta <= 0:

@@ -118,9 +118,9 @@ def train(cfg, run_dir: Path) -> dict:
     """Train one run and write ``<run_dir>/results.json``; returns the results dict.
 
     Raises (before any training) on a bad config, a missing dataset or an unusable FLNPF source;
-    those and any later exception are recorded as ``status: failed`` before re-raising.
+    those and any later exception are recorded as ``status: failed`` before re-raising. A run
+    already completed or diverged in ``run_dir`` is returned as it is (``skipped``).
     """
-    validate(cfg)
     run_dir = Path(run_dir)
     done = finished_results(run_dir)
     if done is not None and not cfg.force:
@@ -134,6 +134,7 @@ def train(cfg, run_dir: Path) -> dict:
     results = {"version": RESULTS_VERSION, "status": "running", "seed": int(cfg.seed),
                "config": OmegaConf.to_container(cfg, resolve=True), "history": []}
     try:
+        validate(cfg)
         device = resolve_device(cfg.device)
         results["env"] = environment(device)
         torch.manual_seed(cfg.seed)

@@ -1,0 +1,69 @@
+"""Multiruns: one failure does not stop the others, re-invoking reruns only what did not finish,
+duplicate sweep values are refused, and the launchers compose and run."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from gatelab.sweep import check_no_duplicates, summarise, sweep_values
+from gatelab.config import ConfigError
+
+
+def _cli(args, tiny_root, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                          timeout=timeout, env={**__import__("os").environ, "GATELAB_DATA": str(tiny_root)})
+
+
+def _summary(p):
+    return next(line for line in (p.stdout + p.stderr).splitlines() if "sweep summary" in line)
+
+
+def test_failed_run_does_not_stop_the_sweep_and_only_it_reruns(tiny_root, tmp_path):
+    common = ["-m", "epochs=1", "progress=false", "arch.dense=[16]", f"out_root={tmp_path}"]
+    assert _cli([*common, "regime=relu", "seed=0,1,2,3,4"], tiny_root).returncode == 0
+    flnpf = [*common, "regime=flnpf", "regime.source=auto", "seed=0,1,2,3,4,5"]  # seed 5 has no ReLU run yet
+    p = _cli(flnpf, tiny_root)
+    assert p.returncode == 0, p.stderr
+    assert "6 runs: 5 completed, 0 resumed, 0 skipped, 0 diverged, 1 failed" in _summary(p)
+    assert "failed: " in p.stdout + p.stderr and "seed5" in p.stdout + p.stderr
+    (failed,) = tmp_path.glob("runs/*/flnpf/seed5-*/results.json")
+    assert json.loads(failed.read_text())["status"] == "failed"
+    assert _cli([*common, "regime=relu", "seed=5"], tiny_root).returncode == 0
+    p = _cli(flnpf, tiny_root)
+    assert "6 runs: 1 completed, 0 resumed, 5 skipped, 0 diverged, 0 failed" in _summary(p)
+    assert json.loads(failed.read_text())["status"] == "completed"
+
+
+def test_duplicate_sweep_values_are_refused(tiny_root, tmp_path):
+    p = _cli(["-m", "seed=0,1,0", f"out_root={tmp_path}"], tiny_root)
+    assert p.returncode == 2 and "lists 0 more than once" in p.stdout + p.stderr
+    assert not list(tmp_path.glob("runs/**/results.json"))
+    with pytest.raises(ConfigError, match="optimizer.lr"):
+        check_no_duplicates(sweep_values(["regime=relu"], {"optimizer.lr": "0.1,0.01,0.1"}))
+    assert sweep_values(["seed=1,2"], {"seed": "0,0"}) == {"seed": ["1", "2"]}  # the command line wins
+
+
+def test_summary_lists_failures():
+    text = summarise([{"run_dir": "a", "outcome": "completed"}, {"run_dir": "b", "outcome": "failed", "error": "E"},
+                      {"run_dir": "c", "outcome": "diverged"}])
+    assert text.splitlines() == ["sweep summary: 3 runs: 1 completed, 0 resumed, 0 skipped, 1 diverged, 1 failed",
+                                 "  failed: b: E", "  diverged: c"]
+
+
+def test_slurm_launcher_config_composes(tiny_root):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    p = _cli(["hydra/launcher=cluster", "--cfg", "hydra", "-p", "hydra.launcher"], tiny_root)
+    assert p.returncode == 0, p.stderr
+    for needle in ("SlurmLauncher", "gpus_per_node: 1", "array_parallelism: 64", "max_num_timeout: 10"):
+        assert needle in p.stdout
+
+
+def test_submitit_local_runs_two_jobs(tiny_root, tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    p = _cli(["-m", "hydra/launcher=submitit_local", "epochs=1", "progress=false", "threads=1", "seed=0,1",
+              "arch.dense=[16]", f"out_root={tmp_path}"], tiny_root)
+    assert p.returncode == 0, p.stderr
+    assert "2 runs: 2 completed" in _summary(p)
+    assert len(list(tmp_path.glob("runs/*/relu/seed*/results.json"))) == 2
