@@ -74,12 +74,21 @@ class OptimizerConfig:
 
 
 @dataclass
+class LoggerConfig:
+    name: str = "none"  # none | wandb
+    project: str = "gatelab"
+    entity: Optional[str] = None
+    mode: Optional[str] = None  # wandb mode: online | offline | disabled; None -> $WANDB_MODE
+
+
+@dataclass
 class Config:
     dataset: DatasetConfig = MISSING
     arch: ArchConfig = MISSING
     regime: RegimeConfig = MISSING
     optimizer: OptimizerConfig = MISSING
     data: DataConfig = field(default_factory=DataConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
     seed: int = 0
     epochs: int = 10
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N | mps

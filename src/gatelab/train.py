@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from . import checkpoints, data as data_mod, regimes
 from .config import validate
+from .tracking import NullTracker, make_tracker
 
 log = logging.getLogger("gatelab")
 
@@ -133,6 +134,7 @@ def train(cfg, run_dir: Path) -> dict:
     t_start = time.time()
     results = {"version": RESULTS_VERSION, "status": "running", "seed": int(cfg.seed),
                "config": OmegaConf.to_container(cfg, resolve=True), "history": []}
+    tracker = NullTracker()
     try:
         validate(cfg)
         device = resolve_device(cfg.device)
@@ -142,12 +144,18 @@ def train(cfg, run_dir: Path) -> dict:
         model, info = regimes.build_model(cfg, data.in_shape, data.out_dim)
         model.to(device)
         results["model"] = {**regimes.describe(model), **info}
-        _fit(cfg, model, data, device, run_dir, results, lambda: _write(run_dir, results, t_start))
+        tracker = make_tracker(cfg, run_dir)
+
+        def progress():
+            tracker.log(results["history"][-1])
+            _write(run_dir, results, t_start)
+        _fit(cfg, model, data, device, run_dir, results, progress)
     except BaseException as e:
         results.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
         raise
     finally:
         _write(run_dir, results, t_start)
+        tracker.finish(results)
     return results
 
 
