@@ -17,9 +17,9 @@ from omegaconf import DictConfig  # noqa: E402
 
 from gatelab.config import ConfigError, register  # noqa: E402
 from gatelab.data import DataNotFoundError  # noqa: E402
-from gatelab.runs import register_resolver  # noqa: E402
+from gatelab.runs import register_resolver, seed_run_dirs  # noqa: E402
 from gatelab.sweep import outcome_of, record  # noqa: E402
-from gatelab.train import train  # noqa: E402
+from gatelab.train import train_seeds  # noqa: E402
 
 register()
 register_resolver()
@@ -31,24 +31,29 @@ def main(cfg: DictConfig):
     hc = HydraConfig.get()
     run_dir = Path(cfg.run_dir or hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
+    # seeds=[...]: the seeds train together, each into the run directory a single run of it would use
+    run_dirs = seed_run_dirs(cfg) if cfg.seeds else {int(cfg.seed): run_dir}
     try:
-        results = train(cfg, run_dir)
+        by_seed = train_seeds(cfg, run_dirs)
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
         log.error("%s", e)
-        record(cfg.out_root, run_dir, "failed", f"{type(e).__name__}: {e}")
+        for d in run_dirs.values():
+            record(cfg.out_root, d, "failed", f"{type(e).__name__}: {e}")
         if multirun:  # recorded in results.json and the sweep journal; the other jobs go on
             return None
         sys.exit(2)
     except Exception as e:
-        record(cfg.out_root, run_dir, "failed", f"{type(e).__name__}: {e}")
+        for d in run_dirs.values():
+            record(cfg.out_root, d, "failed", f"{type(e).__name__}: {e}")
         if multirun:
             log.exception("run failed (recorded in %s); the sweep goes on", run_dir / "results.json")
             return None
         raise
-    record(cfg.out_root, run_dir, outcome_of(results))
-    log.info("%s: status %s, best test acc %s (epoch %s), results in %s", cfg.regime.name, results["status"],
-             results["best_test_acc"], results["best_epoch"], run_dir / "results.json")
-    return results["best_test_acc"]
+    for seed, results in by_seed.items():
+        record(cfg.out_root, run_dirs[seed], outcome_of(results))
+        log.info("%s seed %d: status %s, best test acc %s (epoch %s), results in %s", cfg.regime.name, seed,
+                 results["status"], results["best_test_acc"], results["best_epoch"], run_dirs[seed] / "results.json")
+    return {seed: results["best_test_acc"] for seed, results in by_seed.items()}
 
 
 if __name__ == "__main__":

@@ -90,6 +90,7 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     seed: int = 0
+    seeds: Optional[List[int]] = None  # train these seeds together in one process (stacked networks)
     epochs: int = 10
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N | mps
     eval_batch_size: int = 2048
@@ -192,5 +193,10 @@ def validate(cfg: Any) -> None:
         raise ConfigError(f"optimizer.lr must be > 0, got {opt.lr}")
     if opt.batch_size <= 0:
         raise ConfigError(f"optimizer.batch_size must be positive, got {opt.batch_size}")
+    if cfg.seeds is not None:
+        if len(cfg.seeds) == 0 or len(set(cfg.seeds)) != len(cfg.seeds):
+            raise ConfigError(f"seeds={list(cfg.seeds)} must be a non-empty list without duplicates")
+        if cfg.run_dir:
+            raise ConfigError("seeds=[...] writes each seed to its own run directory; run_dir cannot be set")
     if cfg.epochs <= 0:
         raise ConfigError(f"epochs must be positive, got {cfg.epochs}")

@@ -121,6 +121,16 @@ class Split:
                 yield self.scale(self.x[idx]), self.y[idx]
 
 
+    def stacked_batches(self, batch_size: int, generators: list) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Mini-batches for S seeds trained together: (S, B, C, H, W) inputs and (S, B) targets, seed s
+        in the order of ``generators[s]`` (each reshuffled per call, as :meth:`batches` does)."""
+        n = len(self)
+        order = torch.stack([torch.randperm(n, generator=g, device=self.x.device) for g in generators])
+        for start in range(0, n, batch_size):
+            idx = order[:, start:start + batch_size]
+            yield self.scale(self.x[idx]), self.y[idx]
+
+
 @dataclass
 class Data:
     train: Split

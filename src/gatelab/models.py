@@ -11,45 +11,86 @@ import math
 from typing import Callable, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+
+class StackedLinear(nn.Module):
+    """S independent linear maps (one per seed): (S, B, in) -> (S, B, out) by one batched matmul.
+    Parameters ``weight`` (S, out, in), ``bias`` (S, out): seed s's slice is an ``nn.Linear``'s."""
+
+    def __init__(self, stack: int, fan_in: int, fan_out: int, bias: bool = True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(stack, fan_out, fan_in))
+        self.bias = nn.Parameter(torch.zeros(stack, fan_out)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.bias is None:
+            return torch.bmm(x, self.weight.transpose(1, 2))
+        return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight.transpose(1, 2))
+
+
+class StackedConv2d(nn.Module):
+    """S independent 3x3 'same' convolutions as one grouped convolution: (S, B, C, H, W) -> (S, B, C', H, W).
+    Parameters ``weight`` (S, C', C, 3, 3), ``bias`` (S, C'): seed s's slice is an ``nn.Conv2d``'s."""
+
+    def __init__(self, stack: int, c_in: int, c_out: int, bias: bool = True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(stack, c_out, c_in, 3, 3))
+        self.bias = nn.Parameter(torch.zeros(stack, c_out)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s, b, c, h, w = x.shape
+        y = F.conv2d(x.transpose(0, 1).reshape(b, s * c, h, w), self.weight.flatten(0, 1),
+                     None if self.bias is None else self.bias.flatten(), padding=1, groups=s)
+        return y.view(b, s, -1, h, w).transpose(0, 1)
 
 
 class Net(nn.Module):
     """Hidden 3x3 'same' convs, then flatten or global average pooling, hidden dense layers, head.
 
     FC is the case with no convs (the input is flattened). The hidden layers are linear maps only;
-    the non-linearity (gating) is applied by :class:`DGN`.
+    the non-linearity (gating) is applied by :class:`DGN`. With ``stack=S`` every layer holds S
+    independent copies (one per seed, leading dimension) and inputs are (S, B, C, H, W); the state
+    dict has the same names, and seed s's slice of each tensor is the single network's tensor.
     """
 
     def __init__(self, in_shape: tuple, conv_channels: list, pool: str, dense: list, out_dim: int,
-                 bias: bool = True):
+                 bias: bool = True, stack: Optional[int] = None):
         super().__init__()
+        self.spec = (tuple(in_shape), list(conv_channels), pool, list(dense), out_dim, bias)  # to rebuild it
         c, h, w = in_shape
         self.n_conv = len(conv_channels)
         self.pool = pool
+        self.stack = stack
+        conv = (lambda i, o: nn.Conv2d(i, o, 3, padding=1, bias=bias)) if stack is None else \
+            (lambda i, o: StackedConv2d(stack, i, o, bias))
+        linear = (lambda i, o: nn.Linear(i, o, bias=bias)) if stack is None else \
+            (lambda i, o: StackedLinear(stack, i, o, bias))
         layers: list[nn.Module] = []
         for ch in conv_channels:
-            layers.append(nn.Conv2d(c, ch, 3, padding=1, bias=bias))
+            layers.append(conv(c, ch))
             c = ch
         width = c if (self.n_conv and pool == "gap") else c * h * w
         for units in dense:
-            layers.append(nn.Linear(width, units, bias=bias))
+            layers.append(linear(width, units))
             width = units
         self.hidden = nn.ModuleList(layers)
-        self.head = nn.Linear(width, out_dim, bias=bias)
+        self.head = linear(width, out_dim)
 
     def reshape(self, l: int, z: torch.Tensor) -> torch.Tensor:
         """The input of hidden layer ``l`` (``l = len(hidden)``: of the head): flatten/pool after the convs."""
         if l != self.n_conv:
             return z
         if self.n_conv and self.pool == "gap":
-            return z.mean(dim=(2, 3))
-        return z.flatten(1)
+            return z.mean(dim=(-2, -1))
+        image = z.dim() == (4 if self.stack is None else 5)  # (S,) B, C, H, W; FC also takes flat inputs
+        return z.flatten(-3) if image else z
 
 
-def build_net(arch, in_shape: tuple, out_dim: int) -> Net:
+def build_net(arch, in_shape: tuple, out_dim: int, stack: Optional[int] = None) -> Net:
     """A :class:`Net` from an :class:`gatelab.config.ArchConfig`."""
-    return Net(tuple(in_shape), list(arch.conv_channels), arch.pool, list(arch.dense), out_dim, arch.bias)
+    return Net(tuple(in_shape), list(arch.conv_channels), arch.pool, list(arch.dense), out_dim, arch.bias, stack)
 
 
 def init_(net: Net, scheme: str, generator: torch.Generator) -> Net:
@@ -92,7 +133,7 @@ class DGN(nn.Module):
         super().__init__()
         self.value = value
         self.feature = feature
-        self.gate_kind = gate
+        self.gate_kind, self.beta, self.eps = gate, beta, eps
         self.gate = gate_fn(gate, beta, eps)
         self.feature_act = feature_act
 
@@ -124,3 +165,24 @@ class DGN(nn.Module):
                 gates.append(g)
         out = v.head(v.reshape(len(v.hidden), zv))
         return (out, gates) if return_gates else out
+
+
+def stack_models(models: list[DGN]) -> DGN:
+    """One DGN holding the S seeds of ``models`` (same arch and regime) side by side, for training
+    them together; trainability is copied. :func:`unstack_state` gives each seed's state back."""
+    m0 = models[0]
+
+    def like(net: Optional[Net]) -> Optional[Net]:
+        return None if net is None else Net(*net.spec, stack=len(models))
+
+    stacked = DGN(like(m0.value), like(m0.feature), m0.gate_kind, m0.beta, m0.eps, m0.feature_act)
+    states = [m.state_dict() for m in models]
+    stacked.load_state_dict({k: torch.stack([sd[k] for sd in states]) for k in states[0]})
+    for (_, p), (_, q) in zip(stacked.named_parameters(), m0.named_parameters()):
+        p.requires_grad_(q.requires_grad)
+    return stacked.to(next(m0.parameters()).device)
+
+
+def unstack_state(state: dict, s: int) -> dict:
+    """Seed ``s``'s single-network state dict from a stacked state dict."""
+    return {k: v[s].clone() for k, v in state.items()}

@@ -33,7 +33,15 @@ def cell_name(cfg) -> str:
 
 
 def run_subdir(cfg) -> str:
+    if cfg.get("seeds"):  # a seed-batched job: its log goes here, each seed's results to its own run_dir
+        seeds = "-".join(map(str, cfg.seeds))
+        return f"runs/{cell_name(cfg)}/{cfg.regime.name}/seeds{seeds}-{run_key(cfg)}"
     return f"runs/{cell_name(cfg)}/{cfg.regime.name}/seed{cfg.seed}-{run_key(cfg)}"
+
+
+def seed_run_dirs(cfg) -> dict:
+    """``seeds=[...]``: each seed's own run directory, the one a single run of that seed uses."""
+    return {int(s): run_dir(OmegaConf.merge(cfg, {"seed": int(s), "seeds": None})) for s in cfg.seeds}
 
 
 def run_dir(cfg) -> Path:
