@@ -1,22 +1,26 @@
 # gatelab Make targets. Data: DATA=<dir> (default $GATELAB_DATA, else ../shared/data when it exists).
 # Sweeps: JOBS=N runs N jobs at once on this machine (joblib, 1 CPU thread each); EPOCHS=N and
-# SEEDS=0,1 override the paper's settings (the report records the scale it was made at).
+# SEEDS=0,1 override the paper's settings (the report records the scale it was made at); BATCH=1
+# (default) trains the seeds of a cell together in one process (seeds=[...]), BATCH=0 one per seed.
 PYTHON ?= python
 DATA ?= $(or $(GATELAB_DATA),$(wildcard ../shared/data))
 JOBS ?= 1
 EPOCHS ?=
 SEEDS ?=
+BATCH ?= 1
+ALL_SEEDS := 0,1,2,3,4
 
 DATA_ARG = $(if $(DATA),data.root=$(abspath $(DATA)),)
 LAUNCH = $(if $(filter-out 1,$(JOBS)),hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS) threads=1,)
-RUN_ARGS = progress=false $(DATA_ARG) $(LAUNCH) $(if $(EPOCHS),epochs=$(EPOCHS)) $(if $(SEEDS),seed=$(SEEDS))
+SEED_ARGS = $(if $(filter 1,$(BATCH)),seeds=[$(or $(SEEDS),$(ALL_SEEDS))] seed=0,$(if $(SEEDS),seed=$(SEEDS)))
+RUN_ARGS = progress=false $(DATA_ARG) $(LAUNCH) $(if $(EPOCHS),epochs=$(EPOCHS)) $(SEED_ARGS)
 T2_ROOT = outputs/table2$(if $(EPOCHS),-$(EPOCHS)ep)
 CMD = make $(MAKECMDGOALS)$(if $(EPOCHS), EPOCHS=$(EPOCHS))$(if $(SEEDS), SEEDS=$(SEEDS))$(if $(filter-out 1,$(JOBS)), JOBS=$(JOBS))
 
 TABLE2_ROWS = fc_sgd fc_adam vconv_sgd vconv_adam gconv_sgd gconv_adam
 # Reduced scale for a 2-core CPU (table2-quick): few epochs, first examples only, 2 seeds, one SGD step.
-QUICK_FC = epochs=3 dataset.limit_train=10000 dataset.limit_test=2000 seed=0,1
-QUICK_CONV = epochs=2 dataset.limit_train=1000 dataset.limit_test=500 seed=0,1
+QUICK_FC = epochs=3 dataset.limit_train=10000 dataset.limit_test=2000
+QUICK_CONV = epochs=2 dataset.limit_train=1000 dataset.limit_test=500
 quick_args = $(if $(findstring fc_,$(1)),$(QUICK_FC) $(if $(findstring sgd,$(1)),optimizer.lr=0.1),$(QUICK_CONV) $(if $(findstring sgd,$(1)),optimizer.lr=0.01))
 
 # One Table 2 row: every regime but FLNPF, then FLNPF from the ReLU run of the same step size and seed.
@@ -29,7 +33,7 @@ endef
 
 FIG_SCALE ?= quick
 
-.PHONY: help install test run table2 table2-mnist table2-quick report figure3
+.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -39,6 +43,7 @@ help:
 	@echo "make table2-mnist   its two FC/MNIST rows"
 	@echo "make table2-quick   all rows at reduced scale (2-core CPU, under 30 min)"
 	@echo "make figure3        Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
+	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
 install:
@@ -58,9 +63,13 @@ table2-mnist:
 	$(foreach row,fc_sgd fc_adam,$(call table2_row,$(row),$(T2_ROOT),))
 	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --arch fc --out outputs/reports/table2-mnist --command "$(CMD)"
 
+table2-quick: SEEDS = 0,1
 table2-quick:
 	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),outputs/table2-quick,$(call quick_args,$(row))))
 	$(PYTHON) -m gatelab.report table2 --runs outputs/table2-quick --out outputs/reports/table2-quick --seeds 2 --command "$(CMD) (reduced: FC $(QUICK_FC); conv $(QUICK_CONV))"
+
+bench:
+	$(PYTHON) scripts/bench.py
 
 report:
 	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"

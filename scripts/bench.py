@@ -1,0 +1,85 @@
+"""Seconds per epoch per seed: the single-run path (S=1) against the seed-batched path (S seeds
+stacked in one process), on whatever device is present. Synthetic inputs of the datasets' shapes
+(speed does not depend on pixel values); the real training step (model, loss, fused optimiser).
+
+    python scripts/bench.py            # FC/MNIST ReLU + DLNPF, GCONV/CIFAR-10 ReLU + DLNPF, S=5
+    python scripts/bench.py --quick    # fewer steps; under 10 minutes on a 2-core CPU
+
+The last line reads ``speed-up fc/mnist 5 seeds: X.XX`` (per-seed throughput, batched / single).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from gatelab import regimes  # noqa: E402
+from gatelab.config import compose  # noqa: E402
+from gatelab.data import Split  # noqa: E402
+from gatelab.models import stack_models  # noqa: E402
+from gatelab.train import make_optimizer, objective, resolve_device  # noqa: E402
+
+CASES = [  # (name, overrides, in_shape, train examples per epoch)
+    ("fc/mnist relu", ["dataset=mnist", "arch=fc", "regime=relu"], (1, 28, 28), 60000),
+    ("fc/mnist dlnpf", ["dataset=mnist", "arch=fc", "regime=dlnpf"], (1, 28, 28), 60000),
+    ("gconv/cifar10 relu", ["dataset=cifar10", "arch=gconv", "regime=relu"], (3, 32, 32), 50000),
+    ("gconv/cifar10 dlnpf", ["dataset=cifar10", "arch=gconv", "regime=dlnpf"], (3, 32, 32), 50000),
+]
+
+
+def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch: int = 32) -> float:
+    models = [regimes.build_model(compose([*overrides, f"seed={s}"]), in_shape, 10)[0] for s in range(seeds)]
+    model = stack_models(models).to(device)
+    cfg = compose(overrides)
+    opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
+    n = batch * (steps + 5)
+    split = Split(torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device),
+                  torch.randint(0, 10, (n,), device=device))
+    gens = [torch.Generator(device=device).manual_seed(s) for s in range(seeds)]
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    t = None
+    for i, (xb, yb) in enumerate(split.stacked_batches(batch, gens)):
+        if i == 5:  # warm-up steps excluded
+            sync()
+            t = time.perf_counter()
+        loss, _ = objective(model(xb), yb, "classification")
+        opt.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        opt.step()
+    sync()
+    return (time.perf_counter() - t) / steps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer steps (CPU smoke: under 10 minutes)")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--device", default="auto")
+    args = ap.parse_args()
+    device = resolve_device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+    print(f"device: {name}; batch 32; seconds per epoch per seed, extrapolated from timed steps")
+    print(f"{'case':22s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s}")
+    ratio_fc = None
+    for case, overrides, in_shape, n_train in CASES:
+        conv = "gconv" in case
+        steps = (10 if conv else 200) if args.quick else (60 if conv else 1000)
+        if device.type == "cuda":
+            steps *= 5
+        single = seconds_per_step(overrides, in_shape, 1, steps, device)
+        batched = seconds_per_step(overrides, in_shape, args.seeds, steps, device) / args.seeds
+        per_epoch = n_train / 32
+        ratio = single / batched
+        print(f"{case:22s} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} {ratio:8.2f}x", flush=True)
+        if case == "fc/mnist relu":
+            ratio_fc = ratio
+    print(f"speed-up fc/mnist {args.seeds} seeds: {ratio_fc:.2f}")
+
+
+if __name__ == "__main__":
+    main()
