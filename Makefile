@@ -32,8 +32,18 @@ define table2_row
 endef
 
 FIG_SCALE ?= quick
+T4_ROOT = outputs/table4$(if $(EPOCHS),-$(EPOCHS)ep)
+T4_BETAS = 1,2,4,8,12,16,20,24
+# Reduced Table 4 for a 2-core CPU: first 1000/500 examples, 3 epochs, 2 seeds.
+QUICK_T4 = epochs=3 dataset.limit_train=1000 dataset.limit_test=500
 
-.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench
+# Table 4: DLN and ReLU, then soft-ReLU over beta x eps. $(1) out_root, $(2) extra overrides
+define table4_runs
+	$(PYTHON) run.py -m +experiment=table4 regime=dln,relu out_root=$(1) $(RUN_ARGS) $(2)
+	$(PYTHON) run.py -m +experiment=table4 regime=soft_relu regime.beta=$(T4_BETAS) regime.eps=0.1,0.4 out_root=$(1) $(RUN_ARGS) $(2)
+endef
+
+.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -42,6 +52,8 @@ help:
 	@echo "make table2         Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds (SGD: 3 step sizes), paper epochs"
 	@echo "make table2-mnist   its two FC/MNIST rows"
 	@echo "make table2-quick   all rows at reduced scale (2-core CPU, under 30 min)"
+	@echo "make table4         Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
+	@echo "make table4-quick   the same at reduced scale (2-core CPU)"
 	@echo "make figure3        Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
@@ -67,6 +79,15 @@ table2-quick: SEEDS = 0,1
 table2-quick:
 	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),outputs/table2-quick,$(call quick_args,$(row))))
 	$(PYTHON) -m gatelab.report table2 --runs outputs/table2-quick --out outputs/reports/table2-quick --seeds 2 --command "$(CMD) (reduced: FC $(QUICK_FC); conv $(QUICK_CONV))"
+
+table4:
+	$(call table4_runs,$(T4_ROOT),)
+	$(PYTHON) -m gatelab.report table4 --runs $(T4_ROOT) --out outputs/reports/table4 --command "$(CMD)"
+
+table4-quick: SEEDS = 0,1
+table4-quick:
+	$(call table4_runs,outputs/table4-quick,$(QUICK_T4))
+	$(PYTHON) -m gatelab.report table4 --runs outputs/table4-quick --out outputs/reports/table4-quick --seeds 2 --command "$(CMD) (reduced: $(QUICK_T4))"
 
 bench:
 	$(PYTHON) scripts/bench.py

@@ -150,3 +150,37 @@ def test_flnpf_refuses_a_mismatched_or_missing_source(cfg_factory, relu_source, 
     with pytest.raises(ConfigError, match="regime.source"):
         cfg = cfg_factory("regime=flnpf")
         regimes.build_model(cfg, (1, 28, 28), 10)
+
+
+@pytest.mark.parametrize("regime,same_as", [("galu", "frnpf_ii"), ("frozen_relu", "frnpf_di"), ("soft_galu", "dlnpf")])
+def test_dgn_paper_names_are_the_npf_paper_networks(cfg_factory, relu_source, regime, same_as):
+    _, data, a = _model(cfg_factory, regime, relu_source, "regime.eps=0.1")
+    _, _, b = _model(cfg_factory, same_as, relu_source, "regime.eps=0.1")
+    x = data_mod.Split.scale(data.test.x)
+    with torch.no_grad():
+        torch.testing.assert_close(a(x), b(x), rtol=0, atol=0)
+
+
+def test_gates_only_trains_the_gating_network_and_freezes_the_values(cfg_factory, relu_source):
+    cfg, data, model = _model(cfg_factory, "gates_only", relu_source)
+    v0, f0 = _params(model.value), _params(model.feature)
+    _steps(cfg, data, model)
+    assert all(torch.equal(v0[k], v) for k, v in model.value.state_dict().items())
+    assert any(not torch.equal(f0[k], v) for k, v in model.feature.state_dict().items())
+
+
+def test_soft_relu_and_dln_are_the_ordinary_network_with_another_gate(cfg_factory, relu_source):
+    _, data, soft = _model(cfg_factory, "soft_relu", relu_source, "regime.beta=8", "regime.eps=0.4")
+    _, _, dln = _model(cfg_factory, "dln", relu_source)
+    v = soft.value
+    x = data_mod.Split.scale(data.test.x[:10])
+    z = x.flatten(1)
+    zl = x.flatten(1)
+    for layer in v.hidden:
+        q = layer(z)
+        z = q * 1.4 * torch.sigmoid(8 * q)
+        zl = layer(zl)
+    with torch.no_grad():
+        torch.testing.assert_close(soft(x), v.head(z))
+        torch.testing.assert_close(dln(x), v.head(zl))  # same seed: same Θ; all gates 1
+    assert soft.feature is None and dln.feature is None

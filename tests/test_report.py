@@ -85,3 +85,32 @@ def test_cli(runs, tmp_path, capsys):
     assert "Table 2" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no results.json"):
         report.main(["table2", "--runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")])
+
+
+def test_table4_rows_train_and_test_beside_the_paper(tmp_path):
+    root = tmp_path / "runs"
+
+    def run(regime, seed, test, train_accs, beta=4.0, eps=0.1, status="completed"):
+        d = root / f"{regime}-{beta}-{eps}" / f"seed{seed}"
+        d.mkdir(parents=True)
+        res = {"version": RESULTS_VERSION, "status": status, "seed": seed, "best_test_acc": test,
+               "finished_at": "2026-01-01T00:00:00Z", "env": {"git_commit": "c0ffee0", "device_name": "cpu"},
+               "history": [{"epoch": i + 1, "train_acc": a, "test_acc": test} for i, a in enumerate(train_accs)],
+               "config": {"arch": {"name": "vconv"}, "optimizer": {"name": "adam", "lr": 3e-4}, "epochs": 2,
+                          "dataset": {"name": "cifar10", "limit_train": 1000, "limit_test": 500},
+                          "regime": {"name": regime, "beta": beta, "eps": eps}}}
+        (d / "results.json").write_text(json.dumps(res))
+    run("dln", 0, 0.40, [0.45, 0.50])
+    run("dln", 1, 0.38, [0.52, 0.48])
+    run("soft_relu", 0, 0.70, [0.9, 0.99], beta=16.0, eps=0.4)
+    run("soft_relu", 1, None, [0.9], beta=16.0, eps=0.4, status="diverged")
+    df = report.write_table4(root, tmp_path / "out", expected_seeds=2)
+    assert len(df) == 18  # DLN, ReLU, 8 betas x 2 eps: the paper's rows, ours where we have runs
+    dln = df[df.regime == "dln"].iloc[0]
+    assert dln.n == 2 and dln.train_mean == pytest.approx(51.0) and dln.test_mean == pytest.approx(39.0)
+    assert dln.paper_test == pytest.approx(39.39) and not dln.short
+    soft = df[(df.beta == 16.0) & (df.eps == 0.4)].iloc[0]
+    assert soft.n == 1 and soft.short and soft.test_mean == pytest.approx(70.0) and soft.excluded == "diverged:seed1"
+    md = (tmp_path / "out" / "table4.md").read_text()
+    assert "| β=16, ε=0.4 | 99.00 | 99.00 | **70.00**† | 71.00 | -1.00 | 1 |" in md
+    assert "| Deep linear network | 51.00 ± 1.41 | 50.42 | **39.00 ± 1.41** | 39.39 | -0.39 | 2 |" in md

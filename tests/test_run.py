@@ -94,10 +94,11 @@ def test_missing_data_is_a_clear_error_recorded_as_failed(tmp_path, monkeypatch)
 def test_every_config_option_composes_and_validates(group, tmp_path):
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "best.pt").touch()  # FLNPF's source must exist to validate
+    (tmp_path / "ckpt" / "last.pt").touch()
     assert len(GROUPS[group]) >= 3
     for option in GROUPS[group]:
         over = [f"{group}={option}"]
-        if group == "regime" and option == "flnpf":
+        if group == "regime" and option in ("flnpf", "learned_gates"):
             over.append(f"regime.source={tmp_path}")
         cfg = make_cfg(over)
         assert cfg[group].name == option

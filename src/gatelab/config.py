@@ -59,6 +59,7 @@ class RegimeConfig:
     eps: float = 0.0
     feature_init: str = "independent"  # independent | copy_value | source
     feature_trainable: bool = False
+    value_trainable: bool = True  # false: Θv frozen at init (paper 002 experiment 6, gates only)
     feature_act: str = "relu"  # the feature net's own hidden activation: relu | gate (z_f = q_f*G)
     source: Optional[str] = None  # FLNPF: a ReLU run directory or checkpoint file
     source_ckpt: str = "best"  # which checkpoint of a source run dir: best | last | epoch_<N>
@@ -182,6 +183,9 @@ def validate(cfg: Any) -> None:
     _one_of("regime.feature_act", reg.feature_act, FEATURE_ACTS)
     if reg.gate == "soft" and reg.beta <= 0:
         raise ConfigError(f"regime.beta must be > 0 for soft gates, got {reg.beta}")
+    if not reg.value_trainable and not (reg.feature_trainable and not reg.tied):
+        raise ConfigError("regime.value_trainable=false leaves nothing to train unless an untied "
+                          "feature network trains (regime.feature_trainable=true)")
     if reg.tied and (reg.feature_init != "independent" or reg.feature_trainable):
         raise ConfigError("a tied regime has no separate feature network: "
                           "leave regime.feature_init / feature_trainable at their defaults")

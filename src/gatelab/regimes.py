@@ -13,6 +13,10 @@ dlnpf      yes          random, independent                    random       soft
 flnpf      no           copied from a trained ReLU run         random       hard
 =========  ===========  =====================================  ===========  ======
 
+Paper 002's networks: ``soft_relu`` N(Θ,β;Θ) and ``dln`` (tied, soft / all-one gates), ``galu``
+(= frnpf_ii), ``soft_galu`` (= dlnpf, eps=0), ``frozen_relu`` (= frnpf_di), ``learned_gates``
+(= flnpf), ``gates_only`` (Θf trains, Θv frozen at init).
+
 A new regime is a new yaml; new *kinds* of feature initialisation go in :func:`init_feature`.
 """
 from __future__ import annotations
@@ -85,6 +89,7 @@ def build_model(cfg, in_shape: tuple, out_dim: int) -> tuple[DGN, dict]:
         for name, p in feature.named_parameters():
             # The feature net's head is never used; its hidden layers train only in learning regimes.
             p.requires_grad_(regime.feature_trainable and not name.startswith("head."))
+    value.requires_grad_(regime.value_trainable)
     model = DGN(value, feature, regime.gate, regime.beta, regime.eps, regime.feature_act)
     return model, info
 

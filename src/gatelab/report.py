@@ -1,6 +1,7 @@
 """Aggregate per-seed ``results.json`` files into the papers' tables, beside the published values.
 
 ``python -m gatelab.report table2 --runs outputs/table2 --out outputs/reports/table2``
+``python -m gatelab.report table4 --runs outputs/table4 --out outputs/reports/table4``
 
 Table 2 (paper 001): best test accuracy (%) per run, mean ± sample std (ddof=1) over seeds.
 Only ``completed`` runs count; the others are counted per cell and listed. For SGD rows the step
@@ -52,6 +53,8 @@ class Run:
     finished_at: str
     commit: Optional[str]
     device: str
+    regime_cfg: dict  # the resolved regime config (beta, eps, ...)
+    best_train: Optional[float]  # best (running-mean) train accuracy over epochs, %
 
 
 def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
@@ -69,7 +72,9 @@ def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
                         None if best is None else 100.0 * best, int(c["epochs"]),
                         (c["dataset"].get("limit_train"), c["dataset"].get("limit_test")),
                         res.get("finished_at", ""), (res.get("env") or {}).get("git_commit"),
-                        (res.get("env") or {}).get("device_name", "?")))
+                        (res.get("env") or {}).get("device_name", "?"), c["regime"],
+                        max((100.0 * h["train_acc"] for h in res.get("history", []) if h.get("train_acc") is not None),
+                            default=None)))
     return runs, bad
 
 
@@ -187,35 +192,117 @@ def render_latex(df: pd.DataFrame) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_table2(runs_dir: Path, out_dir: Path, expected_seeds: int = 5, command: str = "",
-                 archs: Optional[list] = None) -> pd.DataFrame:
+def _scan_some(runs_dir: Path, archs: Optional[list] = None) -> tuple[list[Run], list[str]]:
     runs, bad = scan(runs_dir)
-    if archs:
-        runs = [r for r in runs if r.row[0] in archs]
+    runs = [r for r in runs if not archs or r.row[0] in archs]
     if not runs:
         raise SystemExit(f"no {RESULTS} files below {runs_dir}")
-    df = table2(runs, expected_seeds)
+    return runs, bad
+
+
+def _write(out_dir: Path, name: str, df: pd.DataFrame, texts: dict) -> None:
+    """``<name>.csv`` and the rendered ``<name>.<ext>`` files; deterministic given the runs."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out_dir / "table2.csv", index=False, float_format="%.4f")
-    (out_dir / "table2.md").write_text(render_markdown(df, runs, bad, expected_seeds, command))
-    (out_dir / "table2.tex").write_text(render_latex(df))
+    df.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.4f")
+    for ext, text in texts.items():
+        (out_dir / f"{name}.{ext}").write_text(text)
+
+
+def write_table2(runs_dir: Path, out_dir: Path, expected_seeds: int = 5, command: str = "",
+                 archs: Optional[list] = None) -> pd.DataFrame:
+    runs, bad = _scan_some(runs_dir, archs)
+    df = table2(runs, expected_seeds)
+    _write(out_dir, "table2", df, {"md": render_markdown(df, runs, bad, expected_seeds, command),
+                                   "tex": render_latex(df)})
+    return df
+
+
+# Paper 002 Table 4: (train, test) accuracy, fractions as published (mean of each run's best, 5 runs).
+TABLE4_BETAS = [1, 2, 4, 8, 12, 16, 20, 24]
+PAPER_TABLE4 = {("dln", None, None): (0.5042, 0.3939), ("relu", None, None): (0.99, 0.71)}
+PAPER_TABLE4.update({("soft_relu", float(b), 0.1): (0.99, t) for b, t in zip(TABLE4_BETAS, [.59, .64, .68, .71, .71, .72, .72, .72])})
+PAPER_TABLE4.update({("soft_relu", float(b), 0.4): (0.99, t) for b, t in zip(TABLE4_BETAS, [.56, .63, .68, .71, .71, .71, .71, .71])})
+
+
+def _table4_key(r: Run):
+    if r.regime == "soft_relu":
+        return ("soft_relu", float(r.regime_cfg["beta"]), float(r.regime_cfg["eps"]))
+    return (r.regime, None, None)
+
+
+def table4(runs: list[Run], expected_seeds: int = 5) -> pd.DataFrame:
+    """One line per network of Table 4: mean ± std (ddof=1) over seeds of each run's best train and
+    best test accuracy (%), beside the published values (CIFAR-10 / VCONV-shaped net / Adam rows only)."""
+    lines = []
+    for key, (p_train, p_test) in PAPER_TABLE4.items():
+        cell = [r for r in runs if r.row[0] == "vconv" and r.row[1:] == ("adam", "cifar10") and _table4_key(r) == key]
+        done = {}
+        for r in sorted(cell, key=lambda r: r.finished_at):
+            if r.status == "completed":
+                done[r.seed] = r
+        tr = _mean_std([r.best_train for r in done.values()]) if done else (math.nan, math.nan)
+        te = _mean_std([r.best for r in done.values()]) if done else (math.nan, math.nan)
+        name = f"β={key[1]:g}, ε={key[2]:g}" if key[1] is not None else {"dln": "Deep linear network", "relu": "ReLU"}[key[0]]
+        lines.append({"network": name, "regime": key[0], "beta": key[1], "eps": key[2], "n": len(done),
+                      "train_mean": tr[0], "train_std": tr[1], "test_mean": te[0], "test_std": te[1],
+                      "paper_train": 100 * p_train, "paper_test": 100 * p_test,
+                      "diff_test": te[0] - 100 * p_test, "short": len(done) < expected_seeds,
+                      "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in cell if r.status != "completed")),
+                      "epochs": ",".join(str(e) for e in sorted({r.epochs for r in done.values()})),
+                      "limits": ",".join(sorted({f"{a or 'all'}/{b or 'all'}" for a, b in (r.limits for r in done.values())}))})
+    return pd.DataFrame(lines)
+
+
+def render_table4_markdown(df: pd.DataFrame, runs: list[Run], bad: list[str], expected_seeds: int, command: str) -> str:
+    used = [r for r in runs if r.status == "completed"]
+    scales = sorted({f"{e} epochs, examples train/test {lim}" for e, lim in zip(df.epochs, df.limits) if e})
+    out = ["# Table 4 (paper 002): CIFAR-10, Adam 3e-4, ours vs published (%)", "",
+           f"Mean ± sample std (ddof=1) over seeds of each run's best train accuracy (running mean over an "
+           f"epoch) and best test accuracy; n = completed seeds (expected {expected_seeds}; † fewer). "
+           "Δ = ours − paper (test).", "",
+           "| Network | train (ours) | train (paper) | test (ours) | test (paper) | Δ test | n |",
+           "|---|---|---|---|---|---|---|"]
+    for _, line in df.iterrows():
+        flag = "†" if line["short"] else ""
+        out.append(f"| {line['network']} | {_fmt(line['train_mean'], line['train_std'])} | {line['paper_train']:.2f} | "
+                   f"**{_fmt(line['test_mean'], line['test_std'])}**{flag} | {line['paper_test']:.2f} | "
+                   f"{line['diff_test']:+.2f} | {line['n']} |")
+    out += ["", "## Provenance", f"- command: `{command}`" if command else "- command: (not given)",
+            f"- runs: {len(used)} completed, code commit(s) {', '.join(sorted({r.commit or '?' for r in used}))}; "
+            f"device(s): {', '.join(sorted({r.device for r in used}))}",
+            f"- scale: {'; '.join(scales) or '?'}"]
+    excluded = [(line["network"], line["excluded"]) for _, line in df.iterrows() if line["excluded"]]
+    if excluded or bad:
+        out += ["", "## Not counted", *[f"- {n}: {e}" for n, e in excluded], *[f"- {b}" for b in bad]]
+    return "\n".join(out) + "\n"
+
+
+def write_table4(runs_dir: Path, out_dir: Path, expected_seeds: int = 5, command: str = "") -> pd.DataFrame:
+    runs, bad = _scan_some(runs_dir)
+    df = table4(runs, expected_seeds)
+    _write(out_dir, "table4", df, {"md": render_table4_markdown(df, runs, bad, expected_seeds, command)})
     return df
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m gatelab.report", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="table", required=True)
-    t2 = sub.add_parser("table2", help="Table 2 of paper 001 (NPF/NPK)")
-    t2.add_argument("--runs", type=Path, required=True, help="directory searched for results.json files")
-    t2.add_argument("--out", type=Path, required=True, help="directory for table2.{md,csv,tex}")
-    t2.add_argument("--seeds", type=int, default=5, help="seeds expected per cell (cells with fewer are marked)")
+    t2 = sub.add_parser("table2", help="Table 2 of paper 001 (NPF/NPK): table2.{md,csv,tex}")
     t2.add_argument("--arch", nargs="*", default=None, help="only these architectures' rows (e.g. fc)")
-    t2.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
+    t4 = sub.add_parser("table4", help="Table 4 of paper 002 (DGN: DLN, ReLU, soft-ReLU beta x eps): table4.{md,csv}")
+    for p in (t2, t4):
+        p.add_argument("--runs", type=Path, required=True, help="directory searched for results.json files")
+        p.add_argument("--out", type=Path, required=True, help="directory for the rendered table")
+        p.add_argument("--seeds", type=int, default=5, help="seeds expected per cell (cells with fewer are marked)")
+        p.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
     args = ap.parse_args(argv)
-    df = write_table2(args.runs, args.out, args.seeds, args.command, args.arch)
-    print((args.out / "table2.md").read_text())
-    print(f"{len(df)} cells -> {args.out}/table2.{{md,csv,tex}}", file=sys.stderr)
+    if args.table == "table4":
+        df = write_table4(args.runs, args.out, args.seeds, args.command)
+    else:
+        df = write_table2(args.runs, args.out, args.seeds, args.command, args.arch)
+    print((args.out / f"{args.table}.md").read_text())
+    print(f"{len(df)} cells -> {args.out}/{args.table}.*", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -123,23 +123,6 @@ def finished_results(run_dir: Path) -> Optional[dict]:
     return res if res is not None and res.get("status") in FINAL else None
 
 
-def read_results(path: Path) -> Optional[dict]:
-    """A results.json of this version, or None if absent, truncated or of another version."""
-    try:
-        res = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    return res if isinstance(res, dict) and res.get("version") == RESULTS_VERSION else None
-
-
-FINAL = ("completed", "diverged")  # re-running these gives the same result: they are skipped
-
-
-def finished_results(run_dir: Path) -> Optional[dict]:
-    res = read_results(Path(run_dir) / RESULTS)
-    return res if res is not None and res.get("status") in FINAL else None
-
-
 def train(cfg, run_dir: Path) -> dict:
     """Train one run (``cfg.seed``) into ``run_dir``; returns its results dict (see :func:`train_seeds`)."""
     return train_seeds(cfg, {int(cfg.seed): Path(run_dir)})[int(cfg.seed)]
