@@ -73,3 +73,16 @@ def test_one_diverging_seed_does_not_stop_the_others(tiny_root, tmp_path):
         alone = train(make_cfg(["arch.dense=[16]", "optimizer=sgd", "optimizer.lr=3", "epochs=3", f"seed={s}"],
                                tiny_root), tmp_path / f"a{s}")
         assert alone["status"] == r["status"] and len(alone["history"]) == len(r["history"])
+
+
+def test_bf16_autocast_trains_close_to_fp32_and_compile_wraps_the_forward(tiny_root, tmp_path, monkeypatch):
+    over = ["arch.dense=[32,32]", "epochs=3", "optimizer.lr=3e-3"]
+    fp32 = train(make_cfg(over, tiny_root), tmp_path / "fp32")
+    bf16 = train(make_cfg([*over, "amp=true"], tiny_root), tmp_path / "bf16")
+    assert bf16["status"] == "completed" and bf16["history"] != fp32["history"]
+    assert abs(bf16["best_test_acc"] - fp32["best_test_acc"]) < 0.1
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda m, mode: compiled.append(mode) or m)
+    res = train(make_cfg([*over, "compile=reduce-overhead"], tiny_root), tmp_path / "compiled")
+    assert compiled == ["reduce-overhead"]
+    assert [h["test_acc"] for h in res["history"]] == [h["test_acc"] for h in fp32["history"]]

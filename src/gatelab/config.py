@@ -97,6 +97,8 @@ class Config:
     eval_batch_size: int = 2048
     checkpoint_epochs: List[int] = field(default_factory=list)  # extra ckpt/epoch_<N>.pt (FLNPF stages; 0 = init)
     progress: bool = True  # tqdm bars
+    amp: bool = False  # bf16 autocast of the training forward pass (meant for CUDA; evaluation stays fp32)
+    compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.runs)
     run_dir: Optional[str] = None  # explicit run directory; None -> Hydra's output dir
@@ -202,5 +204,7 @@ def validate(cfg: Any) -> None:
             raise ConfigError(f"seeds={list(cfg.seeds)} must be a non-empty list without duplicates")
         if cfg.run_dir:
             raise ConfigError("seeds=[...] writes each seed to its own run directory; run_dir cannot be set")
+    if cfg.compile is not None:
+        _one_of("compile", cfg.compile, ("default", "reduce-overhead", "max-autotune"))
     if cfg.epochs <= 0:
         raise ConfigError(f"epochs must be positive, got {cfg.epochs}")

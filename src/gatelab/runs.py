@@ -12,8 +12,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-# Keys that determine a run's result. Not: device, data root, progress bars, threads, out_root.
-IDENTITY = ("dataset", "arch", "regime", "optimizer", "seed", "epochs", "checkpoint_epochs")
+# Keys that determine a run's result. Not: device, data root, progress bars, threads, out_root,
+# compile (same numbers up to reassociation).
+IDENTITY = ("dataset", "arch", "regime", "optimizer", "seed", "epochs", "checkpoint_epochs", "amp")
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
