@@ -43,7 +43,7 @@ define table4_runs
 	$(PYTHON) run.py -m +experiment=table4 regime=soft_relu regime.beta=$(T4_BETAS) regime.eps=0.1,0.4 out_root=$(1) $(RUN_ARGS) $(2)
 endef
 
-.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick
+.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -55,6 +55,7 @@ help:
 	@echo "make table4         Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
 	@echo "make table4-quick   the same at reduced scale (2-core CPU)"
 	@echo "make figure3        Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
+	@echo "make dgn-figures    paper 002 Figures 1-4: Gram spectra, K0 entries, convergence vs depth (FIG_SCALE)"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
@@ -88,6 +89,9 @@ table4-quick: SEEDS = 0,1
 table4-quick:
 	$(call table4_runs,outputs/table4-quick,$(QUICK_T4))
 	$(PYTHON) -m gatelab.report table4 --runs outputs/table4-quick --out outputs/reports/table4-quick --seeds 2 --command "$(CMD) (reduced: $(QUICK_T4))"
+
+dgn-figures:
+	$(PYTHON) -m gatelab.figures dgn --scale $(FIG_SCALE) --out outputs/reports/dgn-figures
 
 bench:
 	$(PYTHON) scripts/bench.py

@@ -30,3 +30,24 @@ def test_figure3_panels_write_png_pdf_csv(tiny_root, tmp_path, monkeypatch):
     assert sorted(p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("results.json")) == before
     with pytest.raises(SystemExit):
         figures.main(["figure9"])
+
+
+def test_frg_gram_entries_follow_eq_5():
+    """DGN-FRG (paper 002): E[K0]/d has 1 on the diagonal and µ^(d-1) off it (eq. (5))."""
+    import torch
+    entries = figures._frg_entries({"depths": [2, 4], "entry_runs": 20}, torch.Generator().manual_seed(0))
+    for row in entries.itertuples():
+        assert abs(row.diag - 1) < 0.1 and abs(row.offdiag - 0.5 ** (row.depth - 1)) < 0.05
+    spectrum = figures.ideal_frg_spectrum(4)
+    assert float(spectrum.sum()) == pytest.approx(200.0) and float(spectrum[-1]) == pytest.approx(1 + 199 / 8)
+
+
+def test_dgn_figures_write_files_and_gd_converges(tmp_path):
+    scale = dict(depths=[2, 4], widths=[16], runs=1, entry_runs=2, steps=20, w_galu=16)
+    for kind in ("frg", "galu", "relu"):
+        res = figures.dgn_frg(scale, tmp_path, kind)
+        final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
+        assert (final < 1).all() and (final > 0).all()
+    names = ["dgn_figure1", "dgn_figure2", "dgn_figure3", "dgn_figure4_galu", "dgn_figure4_relu"]
+    for name in names:
+        assert all((tmp_path / f"{name}.{ext}").stat().st_size > 0 for ext in ("png", "pdf", "csv"))

@@ -115,3 +115,22 @@ def test_nu_is_invariant_to_kernel_scale_and_matches_the_definition():
     expected = float(y @ torch.linalg.inv(h / torch.trace(h)) @ y)
     assert kernels.nu(h, y) == pytest.approx(expected)
     assert kernels.nu(7.0 * h, y) == pytest.approx(expected)
+
+
+def test_gated_ntk_closed_form_matches_autograd():
+    model = _dgn("hard")  # bias-free FC DGN: gates from the feature net
+    x = torch.randn(6, D_IN, dtype=torch.float64)
+    weights = [l.weight for l in model.value.hidden] + [model.value.head.weight]
+    k = kernels.gated_ntk([w.detach() for w in weights], kernels.gates(model, x), x)
+    torch.testing.assert_close(k, kernels.ntk_blocks(model, x)["value"])
+    torch.testing.assert_close(k, _explicit_ntk(model, x, list(model.value.parameters())))
+
+
+def test_gated_ntk_of_a_relu_net_with_its_own_gates():
+    net = _net(3)
+    model = DGN(net, None, gate="hard")
+    x = torch.randn(5, D_IN, dtype=torch.float64)
+    weights = [l.weight.detach() for l in net.hidden] + [net.head.weight.detach()]
+    y, _ = kernels.gated_forward(weights, [None] * len(WIDTHS), x)
+    torch.testing.assert_close(y, model(x).squeeze(1).detach())
+    torch.testing.assert_close(kernels.gated_ntk(weights, [None] * len(WIDTHS), x), kernels.ntk_blocks(model, x)["value"])

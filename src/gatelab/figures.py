@@ -150,15 +150,181 @@ def figure3_right(common: list[str], scale: dict, out: Path) -> pd.DataFrame:
 FIGURE3 = {"left": figure3_left, "middle": figure3_middle, "right": figure3_right}
 
 
+# ---- Paper 002 (DGN), experiments 1-2: Gram matrices at initialisation and the role of depth ----
+
+DGN_SCALES = {
+    "paper": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=5, entry_runs=20, steps=1000, w_galu=100),
+    "quick": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=2, entry_runs=5, steps=150, w_galu=100),
+}
+N_EXAMPLES, MU = 200, 0.5
+
+
+def frg_network(n: int, w: int, d: int, gen: torch.Generator, mu: float = MU, gates: str = "frg", d_in: int = 1):
+    """A depth-d, width-w bias-free FC net with weights ±σ, σ = sqrt(1/(µw)) (paper 002 Assumption 1)
+    and its gates: ``frg`` fixed random Ber(µ) gates per example (DGN-FRG), ``galu`` the 0/1 gates
+    of an independent random ReLU net on the inputs, ``relu`` the net's own (None)."""
+    sigma = (1.0 / (mu * w)) ** 0.5
+    shapes = [(w, d_in)] + [(w, w)] * (d - 2) + [(1, w)]
+
+    def draw():
+        return [sigma * (2.0 * torch.randint(0, 2, s, generator=gen, dtype=torch.float64) - 1.0) for s in shapes]
+    weights = draw()
+    if gates == "frg":
+        g = [torch.bernoulli(torch.full((n, w), mu, dtype=torch.float64), generator=gen) for _ in range(d - 1)]
+    elif gates == "galu":
+        g = draw()
+    else:
+        g = [None] * (d - 1)
+    return weights, g
+
+
+def _inputs(kind: str, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Experiment 1's data (x_s = 1, y_s ~ U[-1,1], n = 200), or for GaLU/ReLU (Figure 4) 200 points
+    uniform on the unit sphere of R^10 (inputs must differ for input-dependent gates) with the same y."""
+    y = 2.0 * torch.rand(N_EXAMPLES, generator=gen, dtype=torch.float64) - 1.0
+    if kind == "frg":
+        return torch.ones(N_EXAMPLES, 1, dtype=torch.float64), y, 1
+    x = torch.randn(N_EXAMPLES, 10, generator=gen, dtype=torch.float64)
+    return x / x.norm(dim=1, keepdim=True), y, 10
+
+
+def _gates_for(kind, weights_g, x):
+    """Gates of a GaLU net (from the frozen random ReLU net weights_g), fixed during training."""
+    if kind != "galu":
+        return weights_g
+    _, zs = kernels.gated_forward(weights_g, [None] * (len(weights_g) - 1), x)
+    return [(z > 0).to(x.dtype) for z in zs[1:]]
+
+
+def ideal_frg_spectrum(d: int, n: int = N_EXAMPLES, mu: float = MU) -> torch.Tensor:
+    """Eigenvalues of E[K0]/d, eq. (5): 1 on the diagonal, µ^(d-1) off it, ascending."""
+    m = mu ** (d - 1)
+    return torch.tensor([1 - m] * (n - 1) + [1 + (n - 1) * m], dtype=torch.float64)
+
+
+def _train_gd(weights, gates, x, y, steps: int) -> list[float]:
+    """Full-batch GD on ½‖ŷ−y‖² with step 0.1/ρmax(K0) (paper 002 §2): ‖e_t‖²/‖e_0‖² per step."""
+    alpha = 0.1 / torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x)).max()
+    ws = [w.clone().requires_grad_(True) for w in weights]
+    errs = []
+    for _ in range(steps + 1):
+        e = kernels.gated_forward(ws, gates, x)[0] - y
+        errs.append(float(e.detach().square().sum()))
+        grads = torch.autograd.grad(0.5 * e.square().sum(), ws)
+        with torch.no_grad():
+            for w, g in zip(ws, grads):
+                w -= alpha * g
+    return [v / errs[0] for v in errs]
+
+
+def dgn_frg(scale: dict, out: Path, kind: str = "frg") -> dict:
+    """Figures 1-3 (kind=frg: DGN with fixed random gates) or Figure 4 (kind=galu / relu)."""
+    gen = torch.Generator().manual_seed(0)
+    widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
+    spectra, conv, entries = [], [], []
+    for w in widths:
+        for d in scale["depths"]:
+            for run in range(scale["runs"]):
+                x, y, d_in = _inputs(kind, gen)
+                weights, g = frg_network(N_EXAMPLES, w, d, gen, gates=kind, d_in=d_in)
+                gates = _gates_for(kind, g, x)
+                k = kernels.gated_ntk(weights, gates, x)
+                ev = torch.linalg.eigvalsh(k / d)
+                for i, (a, b) in enumerate(zip(ev.tolist(), (ev / ev.max()).tolist())):
+                    spectra.append({"width": w, "depth": d, "run": run, "index": i + 1, "eig": a, "eig_over_max": b})
+                for t, r in enumerate(_train_gd(weights, gates, x, y, scale["steps"])):
+                    conv.append({"width": w, "depth": d, "run": run, "step": t, "err_ratio": r})
+    spec = pd.DataFrame(spectra).groupby(["width", "depth", "index"], as_index=False)[["eig", "eig_over_max"]].mean()
+    spec["ecdf"] = spec.groupby(["width", "depth"])["eig"].cumsum()
+    spec["ecdf_over_max"] = spec.groupby(["width", "depth"])["eig_over_max"].cumsum()
+    conv_df = pd.DataFrame(conv).groupby(["width", "depth", "step"], as_index=False)["err_ratio"].mean()
+    depths = scale["depths"]
+    cmap = plt.get_cmap("viridis")
+    color = {d: cmap(i / max(1, len(depths) - 1)) for i, d in enumerate(depths)}
+    name = {"frg": "DGN-FRG", "galu": "GaLU", "relu": "ReLU"}[kind]
+    if kind == "frg":
+        ideal = pd.DataFrame([{"depth": d, "index": i + 1, "eig": v} for d in depths
+                              for i, v in enumerate(ideal_frg_spectrum(d).tolist())])
+        ideal["ecdf"] = ideal.groupby("depth")["eig"].cumsum()
+        fig, axes = plt.subplots(1, 1 + len(widths), figsize=(4.2 * (1 + len(widths)), 3.4), sharey=True)
+        for d in depths:
+            sub = ideal[ideal.depth == d]
+            axes[0].plot(sub["index"], sub.ecdf, color=color[d], label=f"d={d}")
+            for ax, w in zip(axes[1:], widths):
+                sub = spec[(spec.width == w) & (spec.depth == d)]
+                ax.plot(sub["index"], sub.ecdf, color=color[d])
+        axes[0].set_title("ideal, eq. (5)", fontsize=9)
+        for ax, w in zip(axes[1:], widths):
+            ax.set_title(f"w={w}, µ={MU}, {scale['runs']} runs", fontsize=9)
+        for ax in axes:
+            ax.set_xlabel("eigenvalue index (ascending)")
+        axes[0].set_ylabel("cumulative eigenvalue of K0/d")
+        axes[0].legend(fontsize=7)
+        _save(fig, pd.concat([spec.assign(source="measured"), ideal.assign(source="ideal")]), out, "dgn_figure1")
+        entries = _frg_entries(scale, gen)
+        fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+        for ax, col, ideal_col, title in ((axes[0], "diag", "ideal_diag", "diagonal K0(s,s)/d"),
+                                          (axes[1], "offdiag", "ideal_offdiag", "off-diagonal K0(s,s')/d")):
+            ax.plot(entries.depth, entries[col], "o-", label=f"measured (w=500, {scale['entry_runs']} runs)")
+            ax.plot(entries.depth, entries[ideal_col], "k:", label="ideal, eq. (5)")
+            ax.set_xlabel("depth d")
+            ax.set_title(title, fontsize=9)
+            ax.legend(fontsize=7)
+        _save(fig, entries, out, "dgn_figure2")
+    fig, axes = plt.subplots(1, 2 * len(widths), figsize=(4.2 * 2 * len(widths), 3.4))
+    for i, w in enumerate(widths):
+        for d in depths:
+            sub = conv_df[(conv_df.width == w) & (conv_df.depth == d)]
+            axes[i].plot(sub.step, sub.err_ratio, color=color[d], label=f"d={d}")
+            sub = spec[(spec.width == w) & (spec.depth == d)]
+            axes[len(widths) + i].plot(sub["index"], sub.ecdf_over_max, color=color[d], label=f"d={d}")
+        axes[i].set_yscale("log")
+        axes[i].set_xlabel("GD step (α = 0.1/ρmax)")
+        axes[i].set_title(f"{name}: ‖e_t‖²/‖e_0‖², w={w}", fontsize=9)
+        axes[len(widths) + i].set_xlabel("eigenvalue index (ascending)")
+        axes[len(widths) + i].set_title(f"{name}: e.c.d.f of K0/ρmax, w={w}", fontsize=9)
+    axes[0].legend(fontsize=7)
+    fig_name = "dgn_figure3" if kind == "frg" else f"dgn_figure4_{kind}"
+    _save(fig, conv_df, out, fig_name)
+    spec.to_csv(out / f"{fig_name}_spectrum.csv", index=False, float_format="%.6g")
+    return {"spectrum": spec, "convergence": conv_df, "entries": entries}
+
+
+def _frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame:
+    """Figure 2: an arbitrary diagonal K0(0,0)/d and off-diagonal K0(0,1)/d entry, averaged over runs."""
+    x = torch.ones(2, 1, dtype=torch.float64)
+    rows = []
+    for d in scale["depths"]:
+        vals = []
+        for _ in range(scale["entry_runs"]):
+            weights, gates = frg_network(2, w, d, gen)
+            vals.append(kernels.gated_ntk(weights, gates, x) / d)
+        k = torch.stack(vals).mean(0)
+        rows.append({"depth": d, "diag": float(k[0, 0]), "offdiag": float(k[0, 1]),
+                     "ideal_diag": 1.0, "ideal_offdiag": MU ** (d - 1)})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m gatelab.figures", description=__doc__.split("\n\n")[0])
-    ap.add_argument("figure", choices=["figure3"])
-    ap.add_argument("--scale", choices=sorted(SCALES), default="quick")
+    ap.add_argument("figure", choices=["figure3", "dgn"],
+                    help="figure3: paper 001 Figure 3; dgn: paper 002 Figures 1-4 (Gram matrices, depth)")
+    ap.add_argument("--scale", default="quick", help="paper | quick")
     ap.add_argument("--panels", nargs="*", choices=sorted(FIGURE3), default=["middle", "right", "left"])
     ap.add_argument("--runs", default="outputs/figure3", help="out_root of the training runs")
     ap.add_argument("--out", type=Path, default=Path("outputs/reports/figure3"))
     ap.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_intermixed_args(argv)
+    if args.figure == "dgn":
+        for kind in ("frg", "galu", "relu"):
+            res = dgn_frg(DGN_SCALES[args.scale], args.out, kind)
+            final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
+            print(f"{kind}: final ‖e_t‖²/‖e_0‖² by (width, depth):\n{final.to_string()}\n")
+            if kind == "frg":
+                print(f"K0/d entries vs ideal:\n{res['entries'].to_string(index=False)}\n")
+        return
+    if args.scale not in SCALES:
+        ap.error(f"--scale {args.scale}: one of {', '.join(SCALES)}")
     common = [f"out_root={args.runs}", *args.overrides]
     for panel in args.panels:
         df = FIGURE3[panel](common, SCALES[args.scale][panel], args.out)

@@ -73,3 +73,32 @@ def nu(h: torch.Tensor, y: torch.Tensor) -> float:
     h = h.double()
     h_hat = h / torch.trace(h)
     return float(y.double() @ torch.linalg.solve(h_hat, y.double()))
+
+
+def gated_forward(weights: list[torch.Tensor], gates: list, x: torch.Tensor) -> tuple[torch.Tensor, list]:
+    """ŷ (n,) and the hidden outputs [z_0 = x, z_1, ..., z_{d-1}] of a bias-free FC gated network,
+    z_l = (W_l z_{l-1}) ⊙ G_l. A gate given as None is the ReLU's own, 1{q_l > 0} (paper 002 Table 2)."""
+    zs = [x.flatten(1)]
+    for w, g in zip(weights[:-1], gates):
+        q = zs[-1] @ w.T
+        zs.append(q * (q > 0) if g is None else q * g)
+    return (zs[-1] @ weights[-1].T).squeeze(1), zs
+
+
+def gated_ntk(weights: list[torch.Tensor], gates: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """NTK K(s,s') = <∂Θ ŷ(x_s), ∂Θ ŷ(x_s')> of a bias-free fully connected gated network with the
+    given gates (gates[l]: (n, w_l), e.g. fixed random Ber(µ) gates of paper 002's DGN-FRG):
+    z_l = (W_l z_{l-1}) ⊙ G_l, ŷ = W_d z_{d-1}. Layer by layer, ∂ŷ/∂W_l = δ_l z_{l-1}ᵀ with
+    δ_l = ∂ŷ/∂q_l, so K = Σ_l (Δ_l Δ_lᵀ) ⊙ (Z_{l-1} Z_{l-1}ᵀ): no per-example Jacobian is formed,
+    which keeps width 500 x depth 20 cheap. ``weights[-1]`` is the (1, w) output layer; a gate
+    given as None is the ReLU's own (its gradient through the 0/1 gate is zero).
+    """
+    zs = gated_forward(weights, gates, x)[1]
+    delta = torch.ones(len(x), 1, dtype=x.dtype, device=x.device)  # ∂ŷ/∂ŷ
+    k = torch.zeros(len(x), len(x), dtype=x.dtype, device=x.device)
+    for l in range(len(weights) - 1, -1, -1):
+        k += (delta @ delta.T) * (zs[l] @ zs[l].T)
+        if l:
+            g = gates[l - 1] if gates[l - 1] is not None else (zs[l] > 0).to(x.dtype)
+            delta = (delta @ weights[l]) * g
+    return k
