@@ -43,7 +43,7 @@ define table4_runs
 	$(PYTHON) run.py -m +experiment=table4 regime=soft_relu regime.beta=$(T4_BETAS) regime.eps=0.1,0.4 out_root=$(1) $(RUN_ARGS) $(2)
 endef
 
-.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures
+.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures exp6
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -55,7 +55,8 @@ help:
 	@echo "make table4         Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
 	@echo "make table4-quick   the same at reduced scale (2-core CPU)"
 	@echo "make figure3        Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
-	@echo "make dgn-figures    paper 002 Figures 1-4: Gram spectra, K0 entries, convergence vs depth (FIG_SCALE)"
+	@echo "make dgn-figures    paper 002 Figures 1-4 (Gram spectra, convergence vs depth) and 7-8 (FIG_SCALE)"
+	@echo "make exp6           paper 002 experiment 6: train only the gates of a CIFAR-10 conv net"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
@@ -92,6 +93,12 @@ table4-quick:
 
 dgn-figures:
 	$(PYTHON) -m gatelab.figures dgn --scale $(FIG_SCALE) --out outputs/reports/dgn-figures
+	$(PYTHON) -m gatelab.figures dgn7 --scale $(FIG_SCALE) --runs outputs/dgn7-$(FIG_SCALE) --out outputs/reports/dgn-figures $(DATA_ARG)
+
+# Paper 002 experiment 6: only the gates of the CIFAR-10 conv net train (published: 56% test).
+EXP6_EPOCHS ?= 60
+exp6:
+	$(PYTHON) run.py dataset=cifar10 arch=vconv regime=gates_only optimizer=adam epochs=$(EXP6_EPOCHS) progress=false out_root=outputs/exp6 $(DATA_ARG) $(EXP6_ARGS)
 
 bench:
 	$(PYTHON) scripts/bench.py

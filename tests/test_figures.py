@@ -51,3 +51,12 @@ def test_dgn_figures_write_files_and_gd_converges(tmp_path):
     names = ["dgn_figure1", "dgn_figure2", "dgn_figure3", "dgn_figure4_galu", "dgn_figure4_relu"]
     for name in names:
         assert all((tmp_path / f"{name}.{ext}").stat().st_size > 0 for ext in ("png", "pdf", "csv"))
+
+
+def test_figure7_and_8_on_tiny_data(tiny_root, tmp_path):
+    scale = dict(epochs=2, source_epochs=2, data=[], seeds=1, nu_every=1)
+    df = figures.figure7(scale, [f"out_root={tmp_path / 'runs'}", f"data.root={tiny_root}", "device=cpu"], tmp_path)
+    assert set(df.network) == {"soft-GaLU β=4", "soft-ReLU β=4", "ReLU", "GaLU frozen", "frozen ReLU", "learned gates"}
+    nu = pd.read_csv(tmp_path / "dgn_figure8.csv")
+    assert sorted(nu.epoch.unique()) == [0, 1, 2] and (nu.nu > 0).all()
+    assert (tmp_path / "dgn_figure7.png").stat().st_size > 0

@@ -58,7 +58,7 @@ def _run(overrides: list[str]) -> tuple[object, Path, dict]:
 
 
 def _model_at(cfg, run_dir: Path, epoch: int, data):
-    """The network of a (non-FLNPF) run as it was at ``epoch`` (its ckpt/epoch_<N>.pt)."""
+    """The network of a run as it was at ``epoch`` (its ckpt/epoch_<N>.pt)."""
     model, _ = regimes.build_model(cfg, data.in_shape, data.out_dim)
     model.load_state_dict(checkpoints.load(run_dir / "ckpt" / f"epoch_{epoch}.pt")["model"])
     return model.eval()
@@ -290,6 +290,77 @@ def dgn_frg(scale: dict, out: Path, kind: str = "frg") -> dict:
     return {"spectrum": spec, "convergence": conv_df, "entries": entries}
 
 
+# ---- Paper 002, experiments 3-6 (Figures 7, 8): adaptable vs frozen, learned vs random gates ----
+
+FIG7_SCALES = {"paper": dict(epochs=100, source_epochs=100, data=[], seeds=5, nu_every=10),
+               "quick": dict(epochs=8, source_epochs=8, data=["dataset.limit_train=4000", "dataset.limit_test=1000"],
+                             seeds=1, nu_every=2)}
+FIG7_NETWORKS = {  # label -> regime overrides (paper 002 Table 3 and experiments 3-5)
+    "soft-GaLU β=4": ["regime=soft_galu", "regime.beta=4"],
+    "soft-ReLU β=4": ["regime=soft_relu", "regime.beta=4", "regime.eps=0"],
+    "ReLU": ["regime=relu"],
+    "GaLU frozen": ["regime=galu"],
+    "frozen ReLU": ["regime=frozen_relu"],
+}
+
+
+def figure7(scale: dict, common: list[str], out: Path) -> pd.DataFrame:
+    """Binary-MNIST, FC w=100 d=6, RMSprop 1e-4: training and test accuracy over epochs of the networks
+    of experiments 3-5, mean over seeds; plus ν_t = yᵀ K̂_t⁻¹ y (Figure 8) of each network's NTK
+    (K̂ = K/trace K, all trainable and gating parameters) on 200 training examples (100 per class)."""
+    base = [*common, "dataset=binary_mnist", "arch=fc", "arch.dense=[100,100,100,100,100]", "optimizer=rmsprop",
+            "optimizer.lr=1e-4", *scale["data"]]
+    every = scale["nu_every"]
+    ckpts = f"checkpoint_epochs=[{','.join(map(str, range(0, scale['epochs'] + 1, every)))}]"
+    curves, nus = [], []
+    for seed in range(scale["seeds"]):
+        src_cfg, src_dir, _ = _run([*base, "regime=relu", f"seed={seed}", f"epochs={scale['source_epochs']}", ckpts])
+        nets = dict(FIG7_NETWORKS)
+        nets["learned gates"] = ["regime=learned_gates", f"regime.source={src_dir}", "regime.source_ckpt=last"]
+        for label, over in nets.items():
+            cfg, run_dir, res = _run([*base, *over, f"seed={seed}", f"epochs={scale['epochs']}", ckpts])
+            for h in res["history"]:
+                curves.append({"network": label, "seed": seed, "epoch": h["epoch"], "train_acc": h["train_acc"],
+                               "test_acc": h["test_acc"]})
+            if label in ("soft-GaLU β=4", "ReLU", "GaLU frozen", "learned gates"):
+                nus += [{"network": label, "seed": seed, **row} for row in _nu_over_training(cfg, run_dir, every)]
+    df = pd.DataFrame(curves).groupby(["network", "epoch"], as_index=False)[["train_acc", "test_acc"]].mean()
+    nu_df = pd.DataFrame(nus).groupby(["network", "epoch"], as_index=False)["nu"].mean()
+    panels = [("train_acc", list(FIG7_NETWORKS)[:4], "training: the 4 networks of experiment 3"),
+              ("test_acc", list(FIG7_NETWORKS)[:4], "test: the 4 networks of experiment 3"),
+              ("test_acc", ["learned gates", "GaLU frozen"], "test: learned vs non-learned gates (exp. 5)"),
+              ("test_acc", ["ReLU", "frozen ReLU"], "test: adaptable vs frozen ReLU gates (exp. 4)")]
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
+    for ax, (col, labels, title) in zip(axes, panels):
+        for label in labels:
+            sub = df[df.network == label]
+            ax.plot(sub.epoch, sub[col], "o-", ms=3, label=label)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("accuracy")
+    _save(fig, df, out, "dgn_figure7")
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for label, sub in nu_df.groupby("network"):
+        ax.plot(sub.epoch, sub.nu, "o-", label=label)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(r"$\nu_t = y^\top \hat K_t^{-1} y$")
+    ax.set_title("Fig. 8 equivalent: Binary-MNIST, 200 examples", fontsize=9)
+    ax.legend(fontsize=7)
+    _save(fig, nu_df, out, "dgn_figure8")
+    return df
+
+
+def _nu_over_training(cfg, run_dir: Path, every: int) -> list[dict]:
+    data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    x, y = _examples(data, 200)
+    rows = []
+    for ep in range(0, cfg.epochs + 1, every):
+        blocks = kernels.ntk_blocks(_model_at(cfg, run_dir, ep, data).double(), x.double(), chunk=50)
+        rows.append({"epoch": ep, "nu": kernels.nu(sum(blocks.values()), y)})
+    return rows
+
+
 def _frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame:
     """Figure 2: an arbitrary diagonal K0(0,0)/d and off-diagonal K0(0,1)/d entry, averaged over runs."""
     x = torch.ones(2, 1, dtype=torch.float64)
@@ -307,14 +378,19 @@ def _frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFram
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m gatelab.figures", description=__doc__.split("\n\n")[0])
-    ap.add_argument("figure", choices=["figure3", "dgn"],
-                    help="figure3: paper 001 Figure 3; dgn: paper 002 Figures 1-4 (Gram matrices, depth)")
+    ap.add_argument("figure", choices=["figure3", "dgn", "dgn7"],
+                    help="figure3: paper 001 Figure 3; dgn: paper 002 Figures 1-4 (Gram matrices, depth); "
+                         "dgn7: paper 002 Figures 7-8 (Binary-MNIST, adaptable / frozen / learned gates)")
     ap.add_argument("--scale", default="quick", help="paper | quick")
     ap.add_argument("--panels", nargs="*", choices=sorted(FIGURE3), default=["middle", "right", "left"])
     ap.add_argument("--runs", default="outputs/figure3", help="out_root of the training runs")
     ap.add_argument("--out", type=Path, default=Path("outputs/reports/figure3"))
     ap.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_intermixed_args(argv)
+    if args.figure == "dgn7":
+        df = figure7(FIG7_SCALES[args.scale], [f"out_root={args.runs}", *args.overrides], args.out)
+        print(df.groupby("network")[["train_acc", "test_acc"]].max().to_string())
+        return
     if args.figure == "dgn":
         for kind in ("frg", "galu", "relu"):
             res = dgn_frg(DGN_SCALES[args.scale], args.out, kind)
