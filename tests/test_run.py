@@ -180,3 +180,21 @@ def test_cli_finds_its_run_again_skips_it_and_flnpf_auto_finds_its_relu_run(tiny
     assert res["model"]["source_checkpoint"] == str(relu_json.parent / "ckpt" / "best.pt")
     p = _cli([*common, "regime=flnpf", "regime.source=auto", "seed=3"], env)  # no ReLU run for seed 3
     assert p.returncode == 2 and "run it first" in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_every_experiment_composes(experiment):
+    cfg = make_cfg([f"+experiment={experiment}"])
+    validate(cfg)
+    if experiment.startswith("table2_"):
+        arch, opt = experiment.split("_")[1:]
+        assert (cfg.arch.name, cfg.optimizer.name) == (arch, opt)
+        assert cfg.dataset.name == ("mnist" if arch == "fc" else "cifar10")
+    else:
+        assert (cfg.dataset.name, cfg.arch.name, cfg.optimizer.name) == ("cifar10", "vconv", "adam")
+
+
+def test_launcher_configs_compose():
+    for launcher in ("local", "cluster"):
+        with_launcher = make_cfg([f"hydra/launcher={launcher}"])
+        assert with_launcher.dataset.name == "mnist"
