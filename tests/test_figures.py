@@ -16,6 +16,8 @@ def test_figure3_panels_write_png_pdf_csv(tiny_root, tmp_path, monkeypatch):
     for panel in ("left", "middle", "right"):
         for ext in ("png", "pdf", "csv"):
             assert (out / f"figure3_{panel}.{ext}").stat().st_size > 0
+    prov = (out / "PROVENANCE.md").read_text()
+    assert "python -m gatelab.figures figure3 --scale tiny" in prov and "commit" in prov and "relu_epochs" in prov
     left = pd.read_csv(out / "figure3_left.csv")
     assert left.source_epoch.tolist() == [1, 2] and (left.cntk_published == 77.43).all()
     middle = pd.read_csv(out / "figure3_middle.csv")

@@ -14,6 +14,7 @@ The training runs are ordinary gatelab runs (same loop, same run directories, sk
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import matplotlib
@@ -376,6 +377,25 @@ def _frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
+def write_provenance(out: Path, argv: list, scale: dict, started: str) -> None:
+    """``PROVENANCE.md`` beside the figures: command, commit, dates, device, scale."""
+    import platform
+    import subprocess
+    import sys
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                                capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = "?"
+    device = f"{platform.machine()} CPU, {torch.get_num_threads()} threads" if not torch.cuda.is_available() \
+        else torch.cuda.get_device_name()
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "PROVENANCE.md", "a") as f:
+        f.write(f"- `python -m gatelab.figures {' '.join(argv if argv is not None else sys.argv[1:])}`: commit {commit}, "
+                f"{started} .. {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, {device}, scale {scale}\n")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m gatelab.figures", description=__doc__.split("\n\n")[0])
     ap.add_argument("figure", choices=["figure3", "dgn", "dgn7"],
@@ -387,24 +407,27 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=Path("outputs/reports/figure3"))
     ap.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_intermixed_args(argv)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    scales = {"figure3": SCALES, "dgn": DGN_SCALES, "dgn7": FIG7_SCALES}[args.figure]
+    if args.scale not in scales:
+        ap.error(f"--scale {args.scale}: one of {', '.join(scales)}")
+    scale = scales[args.scale]
+    common = [f"out_root={args.runs}", *args.overrides]
     if args.figure == "dgn7":
-        df = figure7(FIG7_SCALES[args.scale], [f"out_root={args.runs}", *args.overrides], args.out)
+        df = figure7(scale, common, args.out)
         print(df.groupby("network")[["train_acc", "test_acc"]].max().to_string())
-        return
-    if args.figure == "dgn":
+    elif args.figure == "dgn":
         for kind in ("frg", "galu", "relu"):
-            res = dgn_frg(DGN_SCALES[args.scale], args.out, kind)
+            res = dgn_frg(scale, args.out, kind)
             final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
             print(f"{kind}: final ‖e_t‖²/‖e_0‖² by (width, depth):\n{final.to_string()}\n")
             if kind == "frg":
                 print(f"K0/d entries vs ideal:\n{res['entries'].to_string(index=False)}\n")
-        return
-    if args.scale not in SCALES:
-        ap.error(f"--scale {args.scale}: one of {', '.join(SCALES)}")
-    common = [f"out_root={args.runs}", *args.overrides]
-    for panel in args.panels:
-        df = FIGURE3[panel](common, SCALES[args.scale][panel], args.out)
-        print(f"figure3 {panel} ({args.scale}):\n{df.to_string(index=False)}\n")
+    else:
+        for panel in args.panels:
+            df = FIGURE3[panel](common, scale[panel], args.out)
+            print(f"figure3 {panel} ({args.scale}):\n{df.to_string(index=False)}\n")
+    write_provenance(args.out, argv, scale, started)
 
 
 if __name__ == "__main__":
