@@ -61,7 +61,7 @@ def load_source(cfg, in_shape: tuple, out_dim: int) -> tuple[dict, str]:
     return {k[len("value."):]: v for k, v in sd.items() if k.startswith("value.")}, str(path)
 
 
-def init_feature(regime, feature: Net, value: Net, source_state: dict | None, gen: torch.Generator) -> None:
+def init_feature(regime, feature: Net, value: Net, source_state: dict | None) -> None:
     """Θf at initialisation, per ``regime.feature_init``."""
     kind = regime.feature_init
     if kind == "copy_value":
@@ -85,7 +85,7 @@ def build_model(cfg, in_shape: tuple, out_dim: int) -> tuple[DGN, dict]:
     feature = None
     if not regime.tied:
         feature = init_(build_net(arch, in_shape, out_dim), arch.init, gen)  # independent draw
-        init_feature(regime, feature, value, source_state, gen)
+        init_feature(regime, feature, value, source_state)
         for name, p in feature.named_parameters():
             # The feature net's head is never used; its hidden layers train only in learning regimes.
             p.requires_grad_(regime.feature_trainable and not name.startswith("head."))
