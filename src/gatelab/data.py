@@ -76,7 +76,7 @@ def load_arrays(source: str, root: Optional[str] = None, download: bool = True) 
         return {k: f[k] for k in KEYS}
 
 
-def _first_balanced(y: np.ndarray, n: Optional[int]) -> np.ndarray:
+def first_balanced(y: np.ndarray, n: Optional[int]) -> np.ndarray:
     """Indices of the first ``n`` examples, as equal per class as the classes allow, in data order."""
     if n is None or n >= len(y):
         return np.arange(len(y))
@@ -144,7 +144,7 @@ def _split(x: np.ndarray, y: np.ndarray, task: str, classes, limit: Optional[int
     if task == "binary":
         keep = np.isin(y, classes)
         x, y = x[keep], y[keep]
-    idx = _first_balanced(y, limit)
+    idx = first_balanced(y, limit)
     x, y = x[idx], y[idx]
     if x.ndim == 3:
         x = x[:, :, :, None]

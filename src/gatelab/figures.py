@@ -26,7 +26,7 @@ import torch  # noqa: E402
 
 from . import checkpoints, data as data_mod, kernels, regimes, runs  # noqa: E402
 from .config import compose  # noqa: E402
-from .train import train  # noqa: E402
+from .train import git_commit, train  # noqa: E402
 
 CNTK_GCONV = 77.43  # Arora et al. 2019, as quoted in paper 001 §6.2
 
@@ -95,7 +95,7 @@ def figure3_left(common: list[str], scale: dict, out: Path) -> pd.DataFrame:
 
 
 def _examples(data, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    idx = torch.from_numpy(data_mod._first_balanced(data.train.y.cpu().numpy(), n))
+    idx = torch.from_numpy(data_mod.first_balanced(data.train.y.cpu().numpy(), n))
     return data_mod.Split.scale(data.train.x[idx]), data.train.y[idx]
 
 
@@ -380,14 +380,9 @@ def _frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFram
 def write_provenance(out: Path, argv: list, scale: dict, started: str) -> None:
     """``PROVENANCE.md`` beside the figures: command, commit, dates, device, scale."""
     import platform
-    import subprocess
     import sys
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-                                capture_output=True, text=True, timeout=5).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = "?"
+    commit = git_commit() or "?"
     device = f"{platform.machine()} CPU, {torch.get_num_threads()} threads" if not torch.cuda.is_available() \
         else torch.cuda.get_device_name()
     out.mkdir(parents=True, exist_ok=True)

@@ -94,16 +94,20 @@ def _finite_or_none(v: float) -> Optional[float]:
     return v if math.isfinite(v) else None
 
 
+def git_commit() -> Optional[str]:
+    """The short commit of the code that runs (None outside a git checkout)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def environment(device: torch.device) -> dict:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-                                capture_output=True, text=True, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
     return {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
             "device_name": name, "threads": torch.get_num_threads(), "host": platform.node(),
-            "git_commit": commit}
+            "git_commit": git_commit()}
 
 
 def read_results(path: Path) -> Optional[dict]:
@@ -209,15 +213,16 @@ def _fit(cfg, runs: list[_Run], data, device, save_progress) -> None:
     optimiser and data-order RNG state are restored, so each ends as if never interrupted. Seeds
     resuming from different epochs train in turn, in groups of equal epoch.
     """
-    starts = {r.seed: _resume_epoch(r) for r in runs}
-    groups = sorted({e for e in starts.values()})
+    lasts = {r.seed: _last_checkpoint(r) for r in runs}
+    starts = {seed: last["epoch"] + 1 if last else 1 for seed, last in lasts.items()}
+    groups = sorted(set(starts.values()))
     if len(groups) > 1:
         for e in groups:
             _fit(cfg, [r for r in runs if starts[r.seed] == e], data, device, save_progress)
         return
     S, task, bs = len(runs), data.task, cfg.optimizer.batch_size
     start = groups[0]
-    lasts = [checkpoints.load(r.ckpt_dir / "last.pt") for r in runs] if start > 1 else []
+    lasts = [lasts[r.seed] for r in runs] if start > 1 else []
     for r, last in zip(runs, lasts):
         r.model.load_state_dict(last["model"])
     model = stack_models([r.model for r in runs])
@@ -302,12 +307,10 @@ def _fit(cfg, runs: list[_Run], data, device, save_progress) -> None:
                          final_train_acc=r.history[-1]["train_acc"] if r.history else None)
 
 
-def _resume_epoch(r: _Run) -> int:
-    """The first epoch still to train: 1, or one past the epoch of a previous invocation's last.pt."""
+def _last_checkpoint(r: _Run) -> Optional[dict]:
+    """A previous invocation's ``ckpt/last.pt`` to resume from (None: start at epoch 1)."""
     last = r.ckpt_dir / "last.pt"
-    if r.cfg.force or not last.is_file():
-        return 1
-    return checkpoints.load(last)["epoch"] + 1
+    return None if r.cfg.force or not last.is_file() else checkpoints.load(last)
 
 
 def stack_optimizer_state(states: list[dict]) -> dict:
