@@ -19,7 +19,7 @@ from gatelab.config import ConfigError, register  # noqa: E402
 from gatelab.data import DataNotFoundError  # noqa: E402
 from gatelab.runs import register_resolver, seed_run_dirs  # noqa: E402
 from gatelab.sweep import outcome_of, record  # noqa: E402
-from gatelab.train import train_seeds  # noqa: E402
+from gatelab.train import train_runs  # noqa: E402
 
 register()
 register_resolver()
@@ -34,7 +34,7 @@ def main(cfg: DictConfig):
     # seeds=[...]: the seeds train together, each into the run directory a single run of it would use
     run_dirs = seed_run_dirs(cfg) if cfg.seeds else {int(cfg.seed): run_dir}
     try:
-        by_seed = train_seeds(cfg, run_dirs)
+        by_seed = train_runs(cfg, run_dirs)
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
         log.error("%s", e)
         for d in run_dirs.values():

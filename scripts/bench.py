@@ -19,10 +19,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from gatelab import regimes  # noqa: E402
-from gatelab.config import compose  # noqa: E402
+from gatelab.runs import compose  # noqa: E402
 from gatelab.data import Split  # noqa: E402
 from gatelab.models import stack_models  # noqa: E402
-from gatelab.train import make_optimizer, objective, resolve_device  # noqa: E402
+from gatelab.results import resolve_device  # noqa: E402
+from gatelab.train import make_optimizer, objective  # noqa: E402
 
 CASES = [  # (name, overrides, in_shape, train examples per epoch)
     ("fc/mnist relu", ["dataset=mnist", "arch=fc", "regime=relu"], (1, 28, 28), 60000),

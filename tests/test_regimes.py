@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from gatelab import checkpoints, data as data_mod, kernels, regimes
-from gatelab.config import ConfigError
+from gatelab.config import ConfigError, validate
 from gatelab.train import make_optimizer, objective, train
 
 REGIMES = ["relu", "frnpf_ii", "frnpf_di", "dlnpf", "flnpf"]
@@ -148,8 +148,9 @@ def test_flnpf_refuses_a_mismatched_or_missing_source(cfg_factory, relu_source, 
     with pytest.raises(FileNotFoundError, match="checkpoint not found"):
         _model(cfg_factory, "flnpf", relu_source, "regime.source_ckpt=epoch_7")
     with pytest.raises(ConfigError, match="regime.source"):
-        cfg = cfg_factory("regime=flnpf")
-        regimes.build_model(cfg, (1, 28, 28), 10)
+        validate(cfg_factory("regime=flnpf", "regime.source=null"))
+    with pytest.raises(FileNotFoundError, match="regime.source=auto looks for the ReLU run"):
+        regimes.build_model(cfg_factory("regime=flnpf", f"out_root={tmp_path / 'empty'}"), (1, 28, 28), 10)
 
 
 @pytest.mark.parametrize("regime,same_as", [("galu", "frnpf_ii"), ("frozen_relu", "frnpf_di"), ("soft_galu", "dlnpf")])

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import TINY_ARCH, make_cfg
 from gatelab import report
-from gatelab.train import RESULTS_VERSION, train
+from gatelab.results import RESULTS_VERSION
+from gatelab.train import train
 
 
 def fake_run(root, arch, opt, dataset, regime, lr, seed, best, status="completed", epochs=3):

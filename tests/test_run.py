@@ -106,12 +106,10 @@ def test_every_config_option_composes_and_validates(group, tmp_path):
 
 
 @pytest.mark.parametrize("overrides,match", [
-    (["regime=flnpf"], "regime.source"),
+    (["regime=flnpf", "regime.source=null"], "regime.source"),
     (["regime=relu", "regime.source=/x"], "only used by"),
     (["optimizer.lr=0"], "optimizer.lr"),
     (["epochs=0"], "epochs"),
-    (["regime.gate=sometimes"], "regime.gate"),
-    (["arch.pool=max"], "arch.pool"),
     (["regime=dlnpf", "regime.beta=0"], "beta"),
     (["regime=dlnpf", "regime.gate=hard"], "no gradient"),
     (["arch=fc", "arch.pool=gap"], "needs arch.conv_channels"),
@@ -120,6 +118,34 @@ def test_every_config_option_composes_and_validates(group, tmp_path):
 def test_bad_values_are_rejected_before_training(overrides, match):
     with pytest.raises(ConfigError, match=match):
         validate(make_cfg(overrides))
+
+
+@pytest.mark.parametrize("override,key", [
+    ("regime.gate=sometimes", "regime.gate"), ("arch.pool=max", "arch.pool"), ("optimizer.name=adamw", "optimizer.name"),
+    ("regime.feature_init=copy", "regime.feature_init"), ("regime.feature_act=tanh", "regime.feature_act"),
+    ("logger.name=tensorboard", "logger.name"), ("dataset.task=regression", "dataset.task"), ("arch.init=he", "arch.init"),
+])
+def test_a_typo_in_a_closed_set_fails_at_composition_naming_the_key(override, key):
+    from hydra.errors import ConfigCompositionException
+    with pytest.raises(ConfigCompositionException) as err:
+        make_cfg([override])
+    message = str(err.value) + str(err.value.__cause__)
+    assert key in message and "expected one of" in message
+
+
+def test_closed_sets_are_stored_as_the_same_plain_strings(tiny_root, tmp_path):
+    """Enums in the schema, plain strings in results.json and checkpoints (as before the enums)."""
+    from gatelab import checkpoints
+    cfg = make_cfg(["regime=dlnpf", "arch.dense=[8]", "optimizer=sgd", "optimizer.lr=0.01"], tiny_root)
+    res = train(cfg, tmp_path / "run")
+    stored = json.loads((tmp_path / "run" / "results.json").read_text())["config"]
+    assert res["config"] == stored
+    assert (stored["regime"]["gate"], stored["regime"]["feature_init"], stored["regime"]["feature_act"]) == \
+        ("soft", "independent", "relu")
+    assert (stored["arch"]["pool"], stored["arch"]["init"], stored["optimizer"]["name"], stored["logger"]["name"],
+            stored["dataset"]["task"]) == ("flatten", "glorot", "sgd", "none", "classification")
+    ckpt = checkpoints.load(tmp_path / "run" / "ckpt" / "last.pt")
+    assert type(ckpt["regime"]["gate"]) is str and ckpt["regime"] == stored["regime"]
 
 
 def _cli(args, env_extra, cwd=ROOT):
@@ -141,7 +167,7 @@ def test_cli_runs_and_writes_results(tiny_root, tmp_path):
 @pytest.mark.parametrize("args,needle,code", [
     (["regime=nope"], "regime", 1),
     (["nonsense_key=1"], "nonsense_key", 1),
-    (["regime=flnpf"], "regime.source", 2),
+    (["regime=flnpf", "regime.source=null"], "regime.source", 2),
     (["regime=flnpf", "regime.source=/does/not/exist"], "checkpoint not found: /does/not/exist", 2),
     (["dataset=cifar10", "data.download=false"], "cifar10.npz", 2),
 ])
@@ -178,8 +204,19 @@ def test_cli_finds_its_run_again_skips_it_and_flnpf_auto_finds_its_relu_run(tiny
     res = json.loads(fl_json.read_text())
     assert res["status"] == "completed"
     assert res["model"]["source_checkpoint"] == str(relu_json.parent / "ckpt" / "best.pt")
-    p = _cli([*common, "regime=flnpf", "regime.source=auto", "seed=3"], env)  # no ReLU run for seed 3
-    assert p.returncode == 2 and "run it first" in p.stdout + p.stderr
+    # No ReLU run for seed 3: the default regime.source=auto trains it first, then FLNPF; again: reused.
+    p = _cli([*common, "regime=flnpf", "seed=3"], env)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log
+    assert "the ReLU source run is missing; training it first" in log
+    assert log.index("training it first") < log.index("relu seed 3") if "relu seed 3" in log else True
+    (relu3,) = tmp_path.glob("runs/mnist-fc-adam-lr0.0003/relu/seed3-*/results.json")
+    (fl3,) = tmp_path.glob("runs/mnist-fc-adam-lr0.0003/flnpf/seed3-*/results.json")
+    assert json.loads(relu3.read_text())["status"] == json.loads(fl3.read_text())["status"] == "completed"
+    assert json.loads(fl3.read_text())["model"]["source_checkpoint"] == str(relu3.parent / "ckpt" / "best.pt")
+    p = _cli([*common, "regime=flnpf", "seed=3", "force=true"], env)
+    assert p.returncode == 0 and "seed 3: reusing the ReLU source" in p.stdout + p.stderr
+    assert "training it first" not in p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))

@@ -1,6 +1,7 @@
 """Multiruns: one failure does not stop the others, re-invoking reruns only what did not finish,
 duplicate sweep values are refused, and the launchers compose and run."""
 import json
+import shutil
 import subprocess
 import sys
 
@@ -9,6 +10,8 @@ import pytest
 from conftest import ROOT
 from gatelab.sweep import check_no_duplicates, summarise, sweep_values
 from gatelab.config import ConfigError
+from gatelab.regimes import relu_source_dir
+from gatelab.runs import compose
 
 
 def _cli(args, tiny_root, timeout=300):
@@ -23,13 +26,19 @@ def _summary(p):
 def test_failed_run_does_not_stop_the_sweep_and_only_it_reruns(tiny_root, tmp_path):
     common = ["-m", "epochs=1", "progress=false", "arch.dense=[16]", f"out_root={tmp_path}"]
     assert _cli([*common, "regime=relu", "seed=0,1,2,3,4"], tiny_root).returncode == 0
-    flnpf = [*common, "regime=flnpf", "regime.source=auto", "seed=0,1,2,3,4,5"]  # seed 5 has no ReLU run yet
+    # Seed 5's ReLU source looks completed but its best.pt is truncated (a disk that filled up):
+    # FLNPF seed 5 fails, the other seeds go on.
+    relu5 = relu_source_dir(compose(["epochs=1", "arch.dense=[16]", f"out_root={tmp_path}", "regime=flnpf", "seed=5"]))
+    shutil.copytree(next(tmp_path.glob("runs/*/relu/seed4-*")), relu5)
+    (relu5 / "ckpt" / "best.pt").write_bytes((relu5 / "ckpt" / "best.pt").read_bytes()[:100])
+    flnpf = [*common, "regime=flnpf", "seed=0,1,2,3,4,5"]
     p = _cli(flnpf, tiny_root)
     assert p.returncode == 0, p.stderr
     assert "6 runs: 5 completed, 0 resumed, 0 skipped, 0 diverged, 1 failed" in _summary(p)
     assert "failed: " in p.stdout + p.stderr and "seed5" in p.stdout + p.stderr
     (failed,) = tmp_path.glob("runs/*/flnpf/seed5-*/results.json")
     assert json.loads(failed.read_text())["status"] == "failed"
+    shutil.rmtree(relu5)
     assert _cli([*common, "regime=relu", "seed=5"], tiny_root).returncode == 0
     p = _cli(flnpf, tiny_root)
     assert "6 runs: 1 completed, 0 resumed, 5 skipped, 0 diverged, 0 failed" in _summary(p)

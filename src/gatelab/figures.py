@@ -25,8 +25,9 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 from . import checkpoints, data as data_mod, kernels, regimes, runs  # noqa: E402
-from .config import compose  # noqa: E402
-from .train import git_commit, train  # noqa: E402
+from .runs import compose  # noqa: E402
+from .results import git_commit
+from .train import train  # noqa: E402
 
 CNTK_GCONV = 77.43  # Arora et al. 2019, as quoted in paper 001 §6.2
 

@@ -21,12 +21,16 @@ A new regime is a new yaml; new *kinds* of feature initialisation go in :func:`i
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import torch
 from omegaconf import OmegaConf
 
 from . import checkpoints
-from .config import ConfigError, require_source
+from .config import CONF_DIR, ConfigError, FeatureInit, RegimeConfig
 from .models import DGN, Net, build_net, init_
+from .runs import job_config, plain, run_dir
 
 # The random streams of each seed. Θv is drawn first, then Θf, from one generator, so all regimes
 # of one seed share Θv0 (paired comparisons). FLNPF draws Θv0 from its own stream: its source is
@@ -38,20 +42,46 @@ def init_generator(seed: int, stream: int = INIT_STREAM) -> torch.Generator:
     return torch.Generator().manual_seed(int(seed) * 1000 + stream)
 
 
-def _plain(node) -> dict:
-    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node)
+def needs_source(cfg) -> bool:
+    return cfg.regime.feature_init == FeatureInit.source
 
 
-def load_source(cfg, in_shape: tuple, out_dim: int) -> tuple[dict, str]:
-    """State dict of the source ReLU network for FLNPF, checked against this run's architecture."""
-    arch = cfg.arch
-    path = require_source(cfg)
+def relu_twin(cfg):
+    """This run's config with ``regime=relu``: the ReLU run that ``regime.source=auto`` copies."""
+    relu = OmegaConf.merge(OmegaConf.structured(RegimeConfig), OmegaConf.load(CONF_DIR / "regime" / "relu.yaml"))
+    return OmegaConf.merge(job_config(cfg), {"regime": relu})
+
+
+def relu_source_dir(cfg) -> Path:
+    """``regime.source=auto``: the run directory of :func:`relu_twin`."""
+    return run_dir(relu_twin(cfg))
+
+
+def source_path(cfg) -> Optional[Path]:
+    """The FLNPF source checkpoint file (None for other regimes); raises if it is absent."""
+    reg = cfg.regime
+    if not needs_source(cfg):
+        return None
+    if reg.source != "auto":
+        return checkpoints.resolve(reg.source, reg.source_ckpt)
+    try:
+        return checkpoints.resolve(str(relu_source_dir(cfg)), reg.source_ckpt)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{e}. regime.source=auto looks for the ReLU run of this cell and seed: "
+                                "run it first (same overrides with regime=relu)") from None
+
+
+def load_source(cfg, in_shape: tuple, out_dim: int, path: Optional[Path] = None) -> tuple[dict, str]:
+    """State dict of the source ReLU network for FLNPF (``path``, default :func:`source_path`),
+    checked against this run's architecture."""
+    arch = plain(cfg.arch)
+    path = path or source_path(cfg)
     state = checkpoints.load(path)
     src_arch, src_regime = state["arch"], state["regime"]
-    mine = {k: v for k, v in _plain(arch).items() if k != "name"}
+    mine = {k: v for k, v in arch.items() if k != "name"}
     theirs = {k: v for k, v in src_arch.items() if k != "name"}
     if mine != theirs:
-        raise ConfigError(f"regime.source {path} has architecture {src_arch}, this run has {_plain(arch)}")
+        raise ConfigError(f"regime.source {path} has architecture {src_arch}, this run has {arch}")
     if tuple(state["in_shape"]) != tuple(in_shape) or state["out_dim"] != out_dim:
         raise ConfigError(f"regime.source {path} was trained on inputs {tuple(state['in_shape'])} -> "
                           f"{state['out_dim']} outputs, this run has {tuple(in_shape)} -> {out_dim}")
@@ -72,15 +102,15 @@ def init_feature(regime, feature: Net, value: Net, source_state: dict | None) ->
         raise ConfigError(f"unknown regime.feature_init {kind!r}")
 
 
-def build_model(cfg, in_shape: tuple, out_dim: int) -> tuple[DGN, dict]:
+def build_model(cfg, in_shape: tuple, out_dim: int, source: Optional[Path] = None) -> tuple[DGN, dict]:
     """The DGN of ``cfg.regime`` over ``cfg.arch``, initialised from ``cfg.seed``. Also returns
-    info for results.json (e.g. the resolved FLNPF source checkpoint)."""
+    info for results.json (e.g. the resolved FLNPF source checkpoint, ``source`` if given)."""
     regime, arch = cfg.regime, cfg.arch
     info: dict = {}
     source_state = None
-    if regime.feature_init == "source":  # checked before anything is drawn or trained
-        source_state, info["source_checkpoint"] = load_source(cfg, in_shape, out_dim)
-    gen = init_generator(cfg.seed, SOURCE_VALUE_STREAM if regime.feature_init == "source" else INIT_STREAM)
+    if needs_source(cfg):  # checked before anything is drawn or trained
+        source_state, info["source_checkpoint"] = load_source(cfg, in_shape, out_dim, source)
+    gen = init_generator(cfg.seed, SOURCE_VALUE_STREAM if needs_source(cfg) else INIT_STREAM)
     value = init_(build_net(arch, in_shape, out_dim), arch.init, gen)
     feature = None
     if not regime.tied:

@@ -20,7 +20,7 @@ from typing import Optional
 
 import pandas as pd
 
-from .train import RESULTS, read_results
+from .results import RESULTS, read_results
 
 REGIMES = ["frnpf_ii", "frnpf_di", "dlnpf", "flnpf", "relu"]
 REGIME_TITLES = {"frnpf_ii": "FRNPF (II)", "frnpf_di": "FRNPF (DI)", "dlnpf": "DLNPF (β=4)", "flnpf": "FLNPF",

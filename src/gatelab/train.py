@@ -13,11 +13,10 @@ of the per-seed mean losses, so each seed gets its own gradient. A single run is
 """
 from __future__ import annotations
 
-import json
+import contextlib
+import fcntl
 import logging
 import math
-import platform
-import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -29,26 +28,15 @@ from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
 from . import checkpoints, data as data_mod, regimes
-from .models import stack_models, unstack_state
 from .config import validate
+from .models import stack_models, unstack_state
+from .results import RESULTS, RESULTS_VERSION, environment, finished_results, resolve_device
+from .runs import plain, run_dir as run_dir_of
 from .tracking import NullTracker, make_tracker
 
 log = logging.getLogger("gatelab")
 
-RESULTS = "results.json"
-RESULTS_VERSION = 1
 SHUFFLE_STREAM = 1  # the data order of seed s comes from its own generator, independent of init
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        return torch.device("cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device={name} requested but CUDA is not available")
-    return dev
 
 
 def make_optimizer(opt_cfg, params) -> torch.optim.Optimizer:
@@ -94,42 +82,29 @@ def _finite_or_none(v: float) -> Optional[float]:
     return v if math.isfinite(v) else None
 
 
-def git_commit() -> Optional[str]:
-    """The short commit of the code that runs (None outside a git checkout)."""
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-                              capture_output=True, text=True, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def environment(device: torch.device) -> dict:
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
-    return {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
-            "device_name": name, "threads": torch.get_num_threads(), "host": platform.node(),
-            "git_commit": git_commit()}
-
-
-def read_results(path: Path) -> Optional[dict]:
-    """A results.json of this version, or None if absent, truncated or of another version."""
-    try:
-        res = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    return res if isinstance(res, dict) and res.get("version") == RESULTS_VERSION else None
-
-
-FINAL = ("completed", "diverged")  # re-running these gives the same result: they are skipped
-
-
-def finished_results(run_dir: Path) -> Optional[dict]:
-    res = read_results(Path(run_dir) / RESULTS)
-    return res if res is not None and res.get("status") in FINAL else None
-
-
 def train(cfg, run_dir: Path) -> dict:
     """Train one run (``cfg.seed``) into ``run_dir``; returns its results dict (see :func:`train_seeds`)."""
     return train_seeds(cfg, {int(cfg.seed): Path(run_dir)})[int(cfg.seed)]
+
+
+def train_runs(cfg, run_dirs: dict) -> dict:
+    """What ``python run.py`` does: :func:`train_seeds`, after training any missing ReLU source of an
+    FLNPF run with ``regime.source=auto`` (the ReLU run of the same cell and seeds), or reusing it."""
+    if regimes.needs_source(cfg) and cfg.regime.source == "auto":
+        twin = regimes.relu_twin(cfg)
+        twin_dirs = {s: run_dir_of(OmegaConf.merge(twin, {"seed": s, "seeds": None})) for s in run_dirs}
+        missing = {s: d for s, d in twin_dirs.items() if finished_results(d) is None}
+        for s, d in twin_dirs.items():
+            if s not in missing:
+                log.info("seed %d: reusing the ReLU source %s", s, d)
+        if missing:
+            log.info("seeds %s: the ReLU source run is missing; training it first in %s", sorted(missing),
+                     ", ".join(map(str, missing.values())))
+            done = train_seeds(twin, missing)
+            bad = {s: r["status"] for s, r in done.items() if r["status"] != "completed"}
+            if bad:
+                raise RuntimeError(f"the ReLU source runs of seeds {bad} did not complete; FLNPF cannot start")
+    return train_seeds(cfg, run_dirs)
 
 
 def train_seeds(cfg, run_dirs: dict) -> dict:
@@ -138,59 +113,77 @@ def train_seeds(cfg, run_dirs: dict) -> dict:
     A seed already completed or diverged in its directory is returned as it is (``skipped``); one
     stopped early resumes from its ``ckpt/last.pt``. Raises (before any training) on a bad config,
     a missing dataset or an unusable FLNPF source; that and any later exception are recorded as
-    ``status: failed`` in every seed's results.json before re-raising.
+    ``status: failed`` in every seed's results.json before re-raising. A run directory is locked
+    while it trains, so two processes never train the same run at once.
     """
-    out, todo = {}, {}
-    for seed, run_dir in run_dirs.items():
-        done = finished_results(run_dir)
-        if done is not None and not cfg.force:
-            log.info("%s already %s (best test acc %s); skipped (force=true reruns it)", run_dir, done["status"],
-                     done["best_test_acc"])
-            out[seed] = {**done, "skipped": True}
-        else:
-            todo[seed] = Path(run_dir)
-    if not todo:
-        return out
+    with _locked(run_dirs.values()):
+        out, todo = {}, {}
+        for seed, run_dir in run_dirs.items():
+            done = finished_results(run_dir)
+            if done is not None and not cfg.force:
+                log.info("%s already %s (best test acc %s); skipped (force=true reruns it)", run_dir,
+                         done["status"], done["best_test_acc"])
+                out[seed] = {**done, "skipped": True}
+            else:
+                todo[seed] = Path(run_dir)
+        if todo:
+            out.update(_train_todo(cfg, todo))
+    return out
+
+
+@contextlib.contextmanager
+def _locked(run_dirs):
+    """Exclusive ``<run>/.lock`` on every run directory (in sorted order, so no two jobs deadlock)."""
+    with contextlib.ExitStack() as stack:
+        for d in sorted(Path(d) for d in run_dirs):
+            d.mkdir(parents=True, exist_ok=True)
+            f = stack.enter_context(open(d / ".lock", "w"))
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _train_todo(cfg, todo: dict) -> dict:
+    """Build, resume and train the runs of ``todo`` (seed -> run directory); see :func:`train_seeds`."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     t_start = time.time()
-    runs = []
-    for seed, run_dir in todo.items():
-        run_dir.mkdir(parents=True, exist_ok=True)
-        cfg_s = OmegaConf.merge(cfg, {"seed": seed, "seeds": None})
-        runs.append(_Run(seed, run_dir, cfg_s, {"version": RESULTS_VERSION, "status": "running", "seed": seed,
-                                                 "config": OmegaConf.to_container(cfg_s, resolve=True),
-                                                 "history": []}))
+    runs = [_Run(seed, run_dir, OmegaConf.merge(cfg, {"seed": seed, "seeds": None}), t_start)
+            for seed, run_dir in todo.items()]
     try:
-        for r in runs:
+        for r in runs:  # bad input fails here, before the data is loaded
             validate(r.cfg)
+            r.source = regimes.source_path(r.cfg)
         device = resolve_device(cfg.device)
         env = environment(device)
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
-            r.model, info = regimes.build_model(r.cfg, data.in_shape, data.out_dim)
-            r.results.update(env=env, model={**regimes.describe(r.model), **info})
-            r.tracker = make_tracker(r.cfg, r.run_dir)
-        _fit(cfg, runs, data, device, lambda: [r.write(t_start) for r in runs])
+            r.build(data, env)
+        # Seeds resuming from different epochs train in turn, in groups of equal start epoch.
+        starts = {r.seed: r.start_epoch() for r in runs}
+        for start in sorted(set(starts.values())):
+            group = [r for r in runs if starts[r.seed] == start]
+            _fit(cfg, group, data, device, start, lambda: [r.write() for r in runs])
     except BaseException as e:
         for r in runs:
-            r.results.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+            r.fail(e)
         raise
     finally:
         for r in runs:
-            r.write(t_start)
+            r.write()
             r.tracker.finish(r.results)
-            out[r.seed] = r.results
-    return out
+    return {r.seed: r.results for r in runs}
 
 
 class _Run:
-    """One seed's bookkeeping: config, directory, results dict, single-seed model, tracker."""
+    """One seed's run: its config, directory, single-seed model and tracker, and the only writer of
+    its results (results.json) and checkpoints."""
 
-    def __init__(self, seed: int, run_dir: Path, cfg, results: dict):
-        self.seed, self.run_dir, self.cfg, self.results = seed, run_dir, cfg, results
-        self.model, self.tracker = None, NullTracker()
+    def __init__(self, seed: int, run_dir: Path, cfg, t_start: float):
+        self.seed, self.run_dir, self.cfg, self.t_start = seed, run_dir, cfg, t_start
+        self.results = {"version": RESULTS_VERSION, "status": "running", "seed": seed, "config": plain(cfg),
+                        "history": []}
+        self.model, self.tracker, self.last, self.source = None, NullTracker(), None, None
         self.best_acc, self.best_epoch, self.active = -1.0, None, True
         self.ckpt_dir = run_dir / checkpoints.CKPT_DIR
 
@@ -198,119 +191,139 @@ class _Run:
     def history(self) -> list:
         return self.results["history"]
 
-    def write(self, t_start: float) -> None:
+    def build(self, data, env: dict) -> None:
+        """The model at initialisation (an FLNPF source is loaded and checked here), the tracker, and
+        the ``ckpt/last.pt`` of an earlier invocation to resume from."""
+        self.model, info = regimes.build_model(self.cfg, data.in_shape, data.out_dim, self.source)
+        self.results.update(env=env, model={**regimes.describe(self.model), **info})
+        self.tracker = make_tracker(self.cfg, self.run_dir)
+        last = self.ckpt_dir / "last.pt"
+        self.last = None if self.cfg.force or not last.is_file() else checkpoints.load(last)
+
+    def start_epoch(self) -> int:
+        return self.last["epoch"] + 1 if self.last else 1
+
+    def resume(self) -> None:
+        """Restore the model, history and best epoch of ``last.pt`` (the optimiser and the data-order
+        RNG are restored by the caller, who holds them stacked)."""
+        last = self.last
+        self.model.load_state_dict(last["model"])
+        self.history[:] = last["history"]
+        self.best_epoch = max(self.history, key=lambda h: h["test_acc"])["epoch"]  # first of equals, as below
+        self.best_acc = self.history[self.best_epoch - 1]["test_acc"]
+        self.results.update(resumed_from_epoch=last["epoch"], resumes=last.get("resumes", 0) + 1,
+                            prior_wall_time_s=last.get("wall_time_s", 0.0))
+        log.info("seed %d: resumed from %s at epoch %d", self.seed, self.ckpt_dir / "last.pt", last["epoch"])
+
+    def end_epoch(self, epoch: int, m: dict, seconds: float, meta: dict, model_state: dict, opt_state: dict,
+                  shuffle_rng: torch.Tensor, t_fit: float) -> None:
+        """Record one epoch's metrics ``m`` (train/test loss/acc); stop as diverged on a non-finite
+        training loss; else write best.pt, epoch_<N>.pt and last.pt."""
+        if not math.isfinite(m["train_loss"]):
+            self.active = False
+            self.results.update(status="diverged", diverged_epoch=epoch)
+            self.history.append({"epoch": epoch, "train_loss": None, "train_acc": m["train_acc"],
+                                 "test_loss": None, "test_acc": None, "seconds": seconds})
+            log.warning("seed %d, epoch %d: training loss is not finite; run stopped as diverged", self.seed, epoch)
+            return
+        self.history.append({"epoch": epoch, "train_loss": m["train_loss"], "train_acc": m["train_acc"],
+                             "test_loss": _finite_or_none(m["test_loss"]), "test_acc": m["test_acc"],
+                             "seconds": seconds})
+        log.info("seed %d epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  (%.1fs)", self.seed,
+                 epoch, self.cfg.epochs, m["train_loss"], m["train_acc"], m["test_loss"], m["test_acc"], seconds)
+        ckpt = dict(meta, seed=self.seed, epoch=epoch, test_acc=m["test_acc"], model=model_state)
+        if m["test_acc"] > self.best_acc:
+            self.best_acc, self.best_epoch = m["test_acc"], epoch
+            checkpoints.save(self.ckpt_dir / "best.pt", **ckpt)
+        if epoch in self.cfg.checkpoint_epochs:
+            checkpoints.save(self.ckpt_dir / f"epoch_{epoch}.pt", **ckpt)
+        checkpoints.save(self.ckpt_dir / "last.pt", **ckpt, optimizer=opt_state, shuffle_rng=shuffle_rng,
+                         history=self.history, resumes=self.results.get("resumes", 0),
+                         wall_time_s=self.results.get("prior_wall_time_s", 0.0) + time.time() - t_fit)
+        self.tracker.log(self.history[-1])
+
+    def finish(self) -> None:
+        if self.active:
+            self.results["status"] = "completed"
+        self.results.update(best_test_acc=self.best_acc if self.best_epoch else None, best_epoch=self.best_epoch,
+                            final_train_acc=self.history[-1]["train_acc"] if self.history else None)
+
+    def fail(self, e: BaseException) -> None:
+        self.results.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+
+    def write(self) -> None:
         """results.json as it stands (status ``running`` while training), written atomically."""
         res = self.results
-        res["wall_time_s"] = round(res.get("prior_wall_time_s", 0.0) + time.time() - t_start, 3)
+        res["wall_time_s"] = round(res.get("prior_wall_time_s", 0.0) + time.time() - self.t_start, 3)
         res["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         checkpoints.atomic_write_json(self.run_dir / RESULTS, res)
 
 
-def _fit(cfg, runs: list[_Run], data, device, save_progress) -> None:
-    """The epoch loop over the stacked seeds; fills each run's results in place.
-
-    Seeds stopped early (preempted, killed, failed) resume from their ``ckpt/last.pt``: model,
-    optimiser and data-order RNG state are restored, so each ends as if never interrupted. Seeds
-    resuming from different epochs train in turn, in groups of equal epoch.
-    """
-    lasts = {r.seed: _last_checkpoint(r) for r in runs}
-    starts = {seed: last["epoch"] + 1 if last else 1 for seed, last in lasts.items()}
-    groups = sorted(set(starts.values()))
-    if len(groups) > 1:
-        for e in groups:
-            _fit(cfg, [r for r in runs if starts[r.seed] == e], data, device, save_progress)
-        return
-    S, task, bs = len(runs), data.task, cfg.optimizer.batch_size
-    start = groups[0]
-    lasts = [lasts[r.seed] for r in runs] if start > 1 else []
-    for r, last in zip(runs, lasts):
-        r.model.load_state_dict(last["model"])
+def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None:
+    """The epoch loop of runs that start at the same epoch, their networks stacked along a seed
+    dimension; a resumed run continues exactly as if it had never been interrupted."""
+    # Stack the seeds' networks (resumed ones from last.pt), one optimiser and one data order per seed.
+    if start > 1:
+        for r in runs:
+            r.resume()
     model = stack_models([r.model for r in runs])
     opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
     gens = [torch.Generator(device=device).manual_seed(r.seed * 1000 + SHUFFLE_STREAM) for r in runs]
-    meta = {"arch": OmegaConf.to_container(cfg.arch, resolve=True),
-            "regime": OmegaConf.to_container(cfg.regime, resolve=True),
-            "dataset": cfg.dataset.name, "in_shape": list(data.in_shape), "out_dim": data.out_dim}
-    extra_epochs = set(cfg.checkpoint_epochs)
-    t_fit = time.time()
     if start > 1:
-        opt.load_state_dict(stack_optimizer_state([last["optimizer"] for last in lasts]))
-        for r, g, last in zip(runs, gens, lasts):
-            g.set_state(last["shuffle_rng"])
-            r.history[:] = last["history"]
-            r.best_epoch = max(r.history, key=lambda h: h["test_acc"])["epoch"]  # first of equals, as below
-            r.best_acc = r.history[r.best_epoch - 1]["test_acc"]
-            r.results.update(resumed_from_epoch=last["epoch"], resumes=last.get("resumes", 0) + 1,
-                             prior_wall_time_s=last.get("wall_time_s", 0.0))
-            log.info("seed %d: resumed from %s at epoch %d", r.seed, r.ckpt_dir / "last.pt", last["epoch"])
-    elif 0 in extra_epochs:  # the initialisation, for kernels over training (Figure 3)
+        opt.load_state_dict(stack_optimizer_state([r.last["optimizer"] for r in runs]))
+        for r, g in zip(runs, gens):
+            g.set_state(r.last["shuffle_rng"])
+    meta = {"arch": plain(cfg.arch), "regime": plain(cfg.regime), "dataset": cfg.dataset.name,
+            "in_shape": list(data.in_shape), "out_dim": data.out_dim}
+    if start == 1 and 0 in cfg.checkpoint_epochs:  # the initialisation, for kernels over training (Figure 3)
         for r in runs:
             checkpoints.save(r.ckpt_dir / "epoch_0.pt", **meta, seed=r.seed, epoch=0, test_acc=None,
                              model=r.model.state_dict())
-    n_train = len(data.train)
     # Speed options (off by default): bf16 autocast; torch.compile of the forward pass (on CUDA,
     # mode="reduce-overhead" captures CUDA graphs, which pays at batch 32 where launches dominate).
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp)
-    model.train()
+    t_fit = time.time()
     for epoch in range(start, cfg.epochs + 1):
         t0 = time.time()
-        loss_sum = torch.zeros(S, device=device)
-        correct = torch.zeros(S, device=device, dtype=torch.long)
-        bar = tqdm(data.train.stacked_batches(bs, gens), total=math.ceil(n_train / bs),
-                   desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0)
-        for xb, yb in bar:
-            with autocast:
-                loss, c = objective(forward(xb).float(), yb, task)
-            opt.zero_grad(set_to_none=True)
-            loss.sum().backward()  # seed s's parameters get exactly the gradient of seed s's loss
-            opt.step()
-            loss_sum += loss.detach() * yb.shape[1]
-            correct += c
-        train_loss, train_acc = (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
-        test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, task, S)
+        # One pass over the training data: every seed in its own order.
+        train_loss, train_acc = _train_epoch(cfg, forward, opt, data, gens, autocast, epoch)
+        # Evaluation on the test set.
+        test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, len(runs))
         seconds = round(time.time() - t0, 3)
-        state = model.state_dict()
-        opt_state = opt.state_dict()
+        # Each run records its epoch and writes its checkpoints; results.json once per epoch.
+        state, opt_state = model.state_dict(), opt.state_dict()
         for s, r in enumerate(runs):
-            if not r.active:
-                continue
-            if not math.isfinite(train_loss[s]):
-                r.active = False
-                r.results.update(status="diverged", diverged_epoch=epoch)
-                r.history.append({"epoch": epoch, "train_loss": None, "train_acc": train_acc[s],
-                                  "test_loss": None, "test_acc": None, "seconds": seconds})
-                log.warning("seed %d, epoch %d: training loss is not finite; run stopped as diverged", r.seed, epoch)
-                continue
-            r.history.append({"epoch": epoch, "train_loss": train_loss[s], "train_acc": train_acc[s],
-                              "test_loss": _finite_or_none(test_loss[s]), "test_acc": test_acc[s],
-                              "seconds": seconds})
-            log.info("seed %d epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  (%.1fs)", r.seed,
-                     epoch, cfg.epochs, train_loss[s], train_acc[s], test_loss[s], test_acc[s], seconds)
-            ckpt = dict(meta, seed=r.seed, epoch=epoch, test_acc=test_acc[s], model=unstack_state(state, s))
-            if test_acc[s] > r.best_acc:
-                r.best_acc, r.best_epoch = test_acc[s], epoch
-                checkpoints.save(r.ckpt_dir / "best.pt", **ckpt)
-            if epoch in extra_epochs:
-                checkpoints.save(r.ckpt_dir / f"epoch_{epoch}.pt", **ckpt)
-            checkpoints.save(r.ckpt_dir / "last.pt", **ckpt, optimizer=unstack_optimizer_state(opt_state, s),
-                             shuffle_rng=gens[s].get_state(), history=r.history, resumes=r.results.get("resumes", 0),
-                             wall_time_s=r.results.get("prior_wall_time_s", 0.0) + time.time() - t_fit)
-            r.tracker.log(r.history[-1])
+            if r.active:
+                m = {"train_loss": train_loss[s], "train_acc": train_acc[s], "test_loss": test_loss[s],
+                     "test_acc": test_acc[s]}
+                r.end_epoch(epoch, m, seconds, meta, unstack_state(state, s), unstack_optimizer_state(opt_state, s),
+                            gens[s].get_state(), t_fit)
         save_progress()
         if not any(r.active for r in runs):
             break
     for r in runs:
-        if r.active:
-            r.results["status"] = "completed"
-        r.results.update(best_test_acc=r.best_acc if r.best_epoch else None, best_epoch=r.best_epoch,
-                         final_train_acc=r.history[-1]["train_acc"] if r.history else None)
+        r.finish()
 
 
-def _last_checkpoint(r: _Run) -> Optional[dict]:
-    """A previous invocation's ``ckpt/last.pt`` to resume from (None: start at epoch 1)."""
-    last = r.ckpt_dir / "last.pt"
-    return None if r.cfg.force or not last.is_file() else checkpoints.load(last)
+def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int) -> tuple[list, list]:
+    """One epoch of mini-batch steps for the stacked seeds: per seed (mean loss, accuracy), the
+    running means over the epoch's batches (as Keras reports them in the paper's code)."""
+    S, n_train, bs = len(gens), len(data.train), cfg.optimizer.batch_size
+    device = data.train.x.device
+    loss_sum = torch.zeros(S, device=device)
+    correct = torch.zeros(S, device=device, dtype=torch.long)
+    bar = tqdm(data.train.stacked_batches(bs, gens), total=math.ceil(n_train / bs),
+               desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0)
+    for xb, yb in bar:
+        with autocast:
+            loss, c = objective(forward(xb).float(), yb, data.task)
+        opt.zero_grad(set_to_none=True)
+        loss.sum().backward()  # seed s's parameters get exactly the gradient of seed s's loss
+        opt.step()
+        loss_sum += loss.detach() * yb.shape[1]
+        correct += c
+    return (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
 
 
 def stack_optimizer_state(states: list[dict]) -> dict:
