@@ -66,3 +66,17 @@ def cfg_factory(tiny_root, tmp_path):
         return make_cfg([f"arch={arch}", *TINY_ARCH[arch], *overrides], tiny_root, tmp_path / run)
     return factory
 
+
+
+def reassociation_tol(reference, steps: int, factor: float = 16.0) -> float:
+    """Absolute tolerance for two float computations that differ only in the order of their sums
+    (thread count, batched vs single kernels, another CPU): each of ``steps`` optimiser steps may
+    move a weight by a few ulps of its magnitude, so the bound is ``factor * steps * eps * max|x|``
+    with eps of the tensors' dtype. ``factor`` 16 covers the largest gap seen on any machine (about
+    3x ``steps * eps * max|x|``) with room; it stays orders of magnitude below what a real bug (a
+    wrong init, data order or step size) changes after the same steps."""
+    import torch
+    tensors = list(reference.values()) if isinstance(reference, dict) else [reference]
+    eps = max(torch.finfo(t.dtype).eps for t in tensors)
+    magnitude = max(float(t.abs().max()) for t in tensors)
+    return factor * steps * eps * max(magnitude, 1e-3)

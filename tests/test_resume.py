@@ -63,6 +63,7 @@ def test_completed_and_diverged_runs_are_skipped_unless_forced(cfg_factory, tmp_
     assert div["status"] == "diverged" and train(cfg_factory("optimizer=sgd", "optimizer.lr=1e30"), tmp_path / "div")["skipped"]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_equals_uninterrupted(tmp_path):
     root = write_tiny_data(tmp_path / "data", n_train=6000, n_test=200)
     args = ["epochs=6", "progress=false", "arch.dense=[64,64]", "threads=1", f"data.root={root}"]

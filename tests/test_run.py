@@ -188,6 +188,7 @@ def test_run_directory_is_keyed_by_the_config():
     assert a not in others and len(others) == 5
 
 
+@pytest.mark.slow
 def test_cli_finds_its_run_again_skips_it_and_flnpf_auto_finds_its_relu_run(tiny_root, tmp_path):
     common = ["epochs=1", "progress=false", "arch.dense=[16,16]", f"out_root={tmp_path}"]
     env = {"GATELAB_DATA": str(tiny_root)}

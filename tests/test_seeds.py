@@ -1,10 +1,11 @@
 """Seed-batched training: S seeds in one process give each seed what a run of it alone gives."""
 import json
+import math
 
 import pytest
 import torch
 
-from conftest import TINY_ARCH, make_cfg
+from conftest import TINY_ARCH, make_cfg, reassociation_tol
 from gatelab import checkpoints
 from gatelab.models import DGN, Net, init_, stack_models, unstack_state
 from gatelab.runs import run_dir, seed_run_dirs
@@ -13,22 +14,30 @@ from gatelab.train import stack_optimizer_state, train, train_seeds, unstack_opt
 
 @pytest.mark.parametrize("arch,regime", [("fc", "relu"), ("fc", "dlnpf"), ("gconv", "frnpf_di"), ("vconv", "dlnpf")])
 def test_batched_seed_equals_its_single_run(tiny_root, tmp_path, arch, regime):
-    """Tolerance: batched matmuls and grouped convolutions reassociate some sums (bias gradients,
-    conv reductions), so weights agree to 1e-6 after 2 epochs, losses to 1e-5 relative, and the
-    accuracies exactly."""
+    """Batched matmuls and grouped convolutions reassociate some sums (bias gradients, conv
+    reductions), and the thread count changes the order too: weights agree within
+    :func:`conftest.reassociation_tol` (from fp32's eps, the weights' magnitude and the number of
+    steps), losses to the same relative bound, accuracies to one example."""
     over = [f"arch={arch}", *TINY_ARCH[arch], f"regime={regime}", "epochs=2", "optimizer.lr=1e-3"]
-    batched = train_seeds(make_cfg(over, tiny_root), {s: tmp_path / f"b{s}" for s in (0, 1, 2)})
+    cfg = make_cfg(over, tiny_root)
+    batched = train_seeds(cfg, {s: tmp_path / f"b{s}" for s in (0, 1, 2)})
+    steps = cfg.epochs * math.ceil(240 / cfg.optimizer.batch_size)  # 240 tiny training images
     for seed in (0, 2):
         alone = train(make_cfg([*over, f"seed={seed}"], tiny_root), tmp_path / f"a{seed}")
         hb, ha = batched[seed]["history"], alone["history"]
-        assert [h["test_acc"] for h in hb] == [h["test_acc"] for h in ha]
-        assert [h["train_acc"] for h in hb] == [h["train_acc"] for h in ha]
+        for key, n in (("test_acc", 80), ("train_acc", 240)):
+            assert [h[key] for h in hb] == pytest.approx([h[key] for h in ha], abs=1.01 / n)
         for key in ("train_loss", "test_loss"):
-            assert [h[key] for h in hb] == pytest.approx([h[key] for h in ha], rel=1e-5)
+            assert [h[key] for h in hb] == pytest.approx([h[key] for h in ha], rel=reassociation_tol(
+                torch.ones(1), steps))
         wb = checkpoints.load(tmp_path / f"b{seed}" / "ckpt" / "last.pt")["model"]
         wa = checkpoints.load(tmp_path / f"a{seed}" / "ckpt" / "last.pt")["model"]
+        tol = reassociation_tol(wa, steps)
         for k in wa:
-            torch.testing.assert_close(wa[k], wb[k], rtol=0, atol=1e-6)
+            torch.testing.assert_close(wa[k], wb[k], rtol=0, atol=tol)
+        # the bound can fail: another seed's weights are far outside it
+        other = checkpoints.load(tmp_path / f"b{1}" / "ckpt" / "last.pt")["model"]
+        assert max(float((wa[k] - other[k]).abs().max()) for k in wa) > 1000 * tol
     assert batched[0]["history"] != batched[1]["history"]  # seeds differ: own init, own data order
 
 

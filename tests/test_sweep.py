@@ -23,6 +23,7 @@ def _summary(p):
     return next(line for line in (p.stdout + p.stderr).splitlines() if "sweep summary" in line)
 
 
+@pytest.mark.slow
 def test_failed_run_does_not_stop_the_sweep_and_only_it_reruns(tiny_root, tmp_path):
     common = ["-m", "epochs=1", "progress=false", "arch.dense=[16]", f"out_root={tmp_path}"]
     assert _cli([*common, "regime=relu", "seed=0,1,2,3,4"], tiny_root).returncode == 0
@@ -69,6 +70,7 @@ def test_slurm_launcher_config_composes(tiny_root):
         assert needle in p.stdout
 
 
+@pytest.mark.slow
 def test_submitit_local_runs_two_jobs(tiny_root, tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     p = _cli(["-m", "hydra/launcher=submitit_local", "epochs=1", "progress=false", "threads=1", "seed=0,1",
