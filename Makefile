@@ -1,46 +1,45 @@
-# gatelab Make targets. Data: DATA=<dir> (default $GATELAB_DATA, else ../shared/data when it exists).
-# Sweeps: JOBS=N runs N jobs at once on this machine (joblib, 1 CPU thread each); EPOCHS=N and
-# SEEDS=0,1 override the paper's settings (the report records the scale it was made at); BATCH=1
-# (default) trains the seeds of a cell together in one process (seeds=[...]), BATCH=0 one per seed.
+# gatelab Make targets: one per paper table or figure. The sweep grids (regimes, seeds, step sizes,
+# beta x eps, reduced scales) live in conf/experiment/; this file only chains them.
+# Data: DATA=<dir> (default $GATELAB_DATA, else ../shared/data when it exists).
+# JOBS=N runs N jobs at once on this machine (joblib, 1 CPU thread each); EPOCHS=N and SEEDS=0,1
+# override the experiment's settings (the report records the scale it was made at); BATCH=1 (default)
+# trains the seeds of a cell stacked in one process, BATCH=0 one after another (faster for conv nets
+# on a CPU); SGD_SWEEP=1 sweeps the SGD step size over {0.1, 0.01, 0.001} (paper §6.1).
 PYTHON ?= python
 DATA ?= $(or $(GATELAB_DATA),$(wildcard ../shared/data))
 JOBS ?= 1
 EPOCHS ?=
 SEEDS ?=
 BATCH ?= 1
-ALL_SEEDS := 0,1,2,3,4
+SGD_SWEEP ?= 0
+FIG_SCALE ?= quick
 
 DATA_ARG = $(if $(DATA),data.root=$(abspath $(DATA)),)
 LAUNCH = $(if $(filter-out 1,$(JOBS)),hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS) threads=1,)
-SEED_ARGS = $(if $(filter 1,$(BATCH)),seeds=[$(or $(SEEDS),$(ALL_SEEDS))] seed=0,$(if $(SEEDS),seed=$(SEEDS)))
-RUN_ARGS = progress=false $(DATA_ARG) $(LAUNCH) $(if $(EPOCHS),epochs=$(EPOCHS)) $(SEED_ARGS)
+RUN_ARGS = progress=false $(DATA_ARG) $(LAUNCH) $(if $(EPOCHS),epochs=$(EPOCHS)) $(if $(SEEDS),seeds=[$(SEEDS)]) \
+	$(if $(filter 0,$(BATCH)),stack_seeds=false)
+CMD = make $(MAKECMDGOALS)$(if $(EPOCHS), EPOCHS=$(EPOCHS))$(if $(SEEDS), SEEDS=$(SEEDS))$(if $(filter-out 1,$(JOBS)), JOBS=$(JOBS))$(if $(filter 1,$(SGD_SWEEP)), SGD_SWEEP=1)
 T2_ROOT = outputs/table2$(if $(EPOCHS),-$(EPOCHS)ep)
-CMD = make $(MAKECMDGOALS)$(if $(EPOCHS), EPOCHS=$(EPOCHS))$(if $(SEEDS), SEEDS=$(SEEDS))$(if $(filter-out 1,$(JOBS)), JOBS=$(JOBS))
-
+T4_ROOT = outputs/table4$(if $(EPOCHS),-$(EPOCHS)ep)
 TABLE2_ROWS = fc_sgd fc_adam vconv_sgd vconv_adam gconv_sgd gconv_adam
-# Reduced scale for a 2-core CPU (table2-quick): few epochs, first examples only, 2 seeds, one SGD step.
-QUICK_FC = epochs=3 dataset.limit_train=10000 dataset.limit_test=2000
-QUICK_CONV = epochs=2 dataset.limit_train=1000 dataset.limit_test=500
-quick_args = $(if $(findstring fc_,$(1)),$(QUICK_FC) $(if $(findstring sgd,$(1)),optimizer.lr=0.1),$(QUICK_CONV) $(if $(findstring sgd,$(1)),optimizer.lr=0.01))
 
-# One Table 2 row: every regime but FLNPF, then FLNPF from the ReLU run of the same step size and seed.
-# $(1) row, $(2) out_root, $(3) extra overrides
+# The experiments of one Table 2 row: the row, the SGD sweep if asked, a reduced scale ($(2), optional).
+t2_exps = table2_$(1)$(if $(and $(findstring sgd,$(1)),$(filter 1,$(SGD_SWEEP))),$(comma)sgd_sweep)$(if $(2),$(comma)$(2))
+comma := ,
+
+# One Table 2 row ($(1)) into out_root $(2), at scale $(3): every regime but FLNPF (the grid of
+# conf/experiment/table2_<row>.yaml), then FLNPF from the ReLU runs of the same step size and seeds.
 define table2_row
-	$(PYTHON) run.py -m +experiment=table2_$(1) regime=relu,frnpf_ii,frnpf_di,dlnpf out_root=$(2) $(RUN_ARGS) $(3)
-	$(PYTHON) run.py -m +experiment=table2_$(1) regime=flnpf regime.source=auto out_root=$(2) $(RUN_ARGS) $(3)
+	$(PYTHON) run.py -m '+experiment=[$(call t2_exps,$(1),$(3))]' out_root=$(2) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[$(call t2_exps,$(1),$(3))]' regime=flnpf out_root=$(2) $(RUN_ARGS)
 
 endef
+quick_of = $(if $(findstring fc_,$(1)),quick_fc,quick_conv)
 
-FIG_SCALE ?= quick
-T4_ROOT = outputs/table4$(if $(EPOCHS),-$(EPOCHS)ep)
-T4_BETAS = 1,2,4,8,12,16,20,24
-# Reduced Table 4 for a 2-core CPU: first 640/500 examples, 2 epochs, 2 seeds (about 13 min with JOBS=2).
-QUICK_T4 = epochs=2 dataset.limit_train=640 dataset.limit_test=500
-
-# Table 4: DLN and ReLU, then soft-ReLU over beta x eps. $(1) out_root, $(2) extra overrides
+# Table 4 into out_root $(1), reduced scale $(2) (optional): DLN and ReLU, then soft-ReLU over beta x eps.
 define table4_runs
-	$(PYTHON) run.py -m +experiment=table4 regime=dln,relu out_root=$(1) $(RUN_ARGS) $(2)
-	$(PYTHON) run.py -m +experiment=table4 regime=soft_relu regime.beta=$(T4_BETAS) regime.eps=0.1,0.4 out_root=$(1) $(RUN_ARGS) $(2)
+	$(PYTHON) run.py -m '+experiment=[table4$(if $(2),$(comma)$(2))]' out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[table4_soft$(if $(2),$(comma)$(2))]' out_root=$(1) $(RUN_ARGS)
 endef
 
 .PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures exp6
@@ -49,7 +48,7 @@ help:
 	@echo "make install        pip install -e .[dev]"
 	@echo "make test           the test suite (CPU, tiny generated data)"
 	@echo "make run            python run.py (MNIST / FC / ReLU / Adam, 10 epochs)"
-	@echo "make table2         Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds (SGD: 3 step sizes), paper epochs"
+	@echo "make table2         Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds, paper code's epochs and step sizes"
 	@echo "make table2-mnist   its two FC/MNIST rows"
 	@echo "make table2-quick   all rows at reduced scale (2-core CPU, under 30 min)"
 	@echo "make table4         Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
@@ -71,29 +70,33 @@ run:
 
 table2:
 	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),$(T2_ROOT),))
-	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"
 
 table2-mnist:
 	$(foreach row,fc_sgd fc_adam,$(call table2_row,$(row),$(T2_ROOT),))
-	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --arch fc --out outputs/reports/table2-mnist --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_ROOT) --arch fc --out outputs/reports/table2-mnist --command "$(CMD)"
 
-table2-quick: SEEDS = 0,1
 table2-quick:
-	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),outputs/table2-quick,$(call quick_args,$(row))))
-	$(PYTHON) -m gatelab.report table2 --runs outputs/table2-quick --out outputs/reports/table2-quick --seeds 2 --command "$(CMD) (reduced: FC $(QUICK_FC); conv $(QUICK_CONV))"
+	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),outputs/table2-quick,$(call quick_of,$(row))))
+	$(PYTHON) -m gatelab.papers.npf table2 --runs outputs/table2-quick --out outputs/reports/table2-quick --command "$(CMD) (reduced: conf/experiment/quick_fc.yaml, quick_conv.yaml)"
 
 table4:
 	$(call table4_runs,$(T4_ROOT),)
-	$(PYTHON) -m gatelab.report table4 --runs $(T4_ROOT) --out outputs/reports/table4 --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.dgn table4 --runs $(T4_ROOT) --out outputs/reports/table4 --command "$(CMD)"
 
-table4-quick: SEEDS = 0,1
 table4-quick:
-	$(call table4_runs,outputs/table4-quick,$(QUICK_T4))
-	$(PYTHON) -m gatelab.report table4 --runs outputs/table4-quick --out outputs/reports/table4-quick --seeds 2 --command "$(CMD) (reduced: $(QUICK_T4))"
+	$(call table4_runs,outputs/table4-quick,quick_table4)
+	$(PYTHON) -m gatelab.papers.dgn table4 --runs outputs/table4-quick --out outputs/reports/table4-quick --command "$(CMD) (reduced: conf/experiment/quick_table4.yaml)"
+
+report:
+	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"
+
+figure3:
+	$(PYTHON) -m gatelab.papers.npf figure3 --scale $(FIG_SCALE) --runs outputs/figure3-$(FIG_SCALE) --out outputs/reports/figure3 $(DATA_ARG)
 
 dgn-figures:
-	$(PYTHON) -m gatelab.figures dgn --scale $(FIG_SCALE) --out outputs/reports/dgn-figures
-	$(PYTHON) -m gatelab.figures dgn7 --scale $(FIG_SCALE) --runs outputs/dgn7-$(FIG_SCALE) --out outputs/reports/dgn-figures $(DATA_ARG)
+	$(PYTHON) -m gatelab.papers.dgn figures1-4 --scale $(FIG_SCALE) --out outputs/reports/dgn-figures
+	$(PYTHON) -m gatelab.papers.dgn figures7-8 --scale $(FIG_SCALE) --runs outputs/dgn7-$(FIG_SCALE) --out outputs/reports/dgn-figures $(DATA_ARG)
 
 # Paper 002 experiment 6: only the gates of the CIFAR-10 conv net train (published: 56% test).
 EXP6_EPOCHS ?= 60
@@ -102,9 +105,3 @@ exp6:
 
 bench:
 	$(PYTHON) scripts/bench.py
-
-report:
-	$(PYTHON) -m gatelab.report table2 --runs $(T2_ROOT) --out outputs/reports/table2 --command "$(CMD)"
-
-figure3:
-	$(PYTHON) -m gatelab.figures figure3 --scale $(FIG_SCALE) --runs outputs/figure3-$(FIG_SCALE) --out outputs/reports/figure3 $(DATA_ARG)

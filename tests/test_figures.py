@@ -2,22 +2,22 @@
 import pandas as pd
 import pytest
 
-from gatelab import figures
+from gatelab.papers import dgn, npf
 
 TINY = {"left": dict(relu_epochs=2, stages=[1, 2], flnpf_epochs=1, data=["arch.conv_channels=[4,4]", "arch.dense=[16]"]),
         "middle": dict(epochs=2, data=[]), "right": dict(epochs=2, data=["arch.dense=[16,16]"])}
 
 
 def test_figure3_panels_write_png_pdf_csv(tiny_root, tmp_path, monkeypatch):
-    monkeypatch.setitem(figures.SCALES, "tiny", TINY)
+    monkeypatch.setitem(npf.SCALES, "tiny", TINY)
     out = tmp_path / "out"
-    figures.main(["figure3", "--scale", "tiny", "--runs", str(tmp_path / "runs"), "--out", str(out),
+    npf.main(["figure3", "--scale", "tiny", "--runs", str(tmp_path / "runs"), "--out", str(out),
                   f"data.root={tiny_root}", "device=cpu"])
     for panel in ("left", "middle", "right"):
         for ext in ("png", "pdf", "csv"):
             assert (out / f"figure3_{panel}.{ext}").stat().st_size > 0
     prov = (out / "PROVENANCE.md").read_text()
-    assert "python -m gatelab.figures figure3 --scale tiny" in prov and "commit" in prov and "relu_epochs" in prov
+    assert "python -m gatelab.papers.npf figure3 --scale tiny" in prov and "commit" in prov and "relu_epochs" in prov
     left = pd.read_csv(out / "figure3_left.csv")
     assert left.source_epoch.tolist() == [1, 2] and (left.cntk_published == 77.43).all()
     middle = pd.read_csv(out / "figure3_middle.csv")
@@ -27,27 +27,26 @@ def test_figure3_panels_write_png_pdf_csv(tiny_root, tmp_path, monkeypatch):
     assert (right.trace_Kf > 0).all() and (right.fro_Kv <= right.trace_Kv + 1e-6).all()  # ‖K‖_F ≤ tr K for PSD K
     # the training runs are ordinary runs: a second call finds and reuses them
     before = sorted(p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("results.json"))
-    figures.main(["figure3", "--scale", "tiny", "--panels", "middle", "--runs", str(tmp_path / "runs"),
+    npf.main(["figure3", "--scale", "tiny", "--panels", "middle", "--runs", str(tmp_path / "runs"),
                   "--out", str(out), f"data.root={tiny_root}", "device=cpu"])
     assert sorted(p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("results.json")) == before
     with pytest.raises(SystemExit):
-        figures.main(["figure9"])
+        npf.main(["figure9"])
 
 
 def test_frg_gram_entries_follow_eq_5():
     """DGN-FRG (paper 002): E[K0]/d has 1 on the diagonal and µ^(d-1) off it (eq. (5))."""
     import torch
-    entries = figures._frg_entries({"depths": [2, 4], "entry_runs": 20}, torch.Generator().manual_seed(0))
+    entries = dgn.frg_entries({"depths": [2, 4], "entry_runs": 20}, torch.Generator().manual_seed(0))
     for row in entries.itertuples():
         assert abs(row.diag - 1) < 0.1 and abs(row.offdiag - 0.5 ** (row.depth - 1)) < 0.05
-    spectrum = figures.ideal_frg_spectrum(4)
+    spectrum = dgn.ideal_frg_spectrum(4)
     assert float(spectrum.sum()) == pytest.approx(200.0) and float(spectrum[-1]) == pytest.approx(1 + 199 / 8)
 
 
 def test_dgn_figures_write_files_and_gd_converges(tmp_path):
     scale = dict(depths=[2, 4], widths=[16], runs=1, entry_runs=2, steps=20, w_galu=16)
-    for kind in ("frg", "galu", "relu"):
-        res = figures.dgn_frg(scale, tmp_path, kind)
+    for kind, res in dgn.figures1_4(scale, tmp_path).items():
         final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
         assert (final < 1).all() and (final > 0).all()
     names = ["dgn_figure1", "dgn_figure2", "dgn_figure3", "dgn_figure4_galu", "dgn_figure4_relu"]
@@ -57,7 +56,7 @@ def test_dgn_figures_write_files_and_gd_converges(tmp_path):
 
 def test_figure7_and_8_on_tiny_data(tiny_root, tmp_path):
     scale = dict(epochs=2, source_epochs=2, data=[], seeds=1, nu_every=1)
-    df = figures.figure7(scale, [f"out_root={tmp_path / 'runs'}", f"data.root={tiny_root}", "device=cpu"], tmp_path)
+    df = dgn.figures7_8(scale, [f"out_root={tmp_path / 'runs'}", f"data.root={tiny_root}", "device=cpu"], tmp_path)
     assert set(df.network) == {"soft-GaLU β=4", "soft-ReLU β=4", "ReLU", "GaLU frozen", "frozen ReLU", "learned gates"}
     nu = pd.read_csv(tmp_path / "dgn_figure8.csv")
     assert sorted(nu.epoch.unique()) == [0, 1, 2] and (nu.nu > 0).all()

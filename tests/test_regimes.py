@@ -153,10 +153,11 @@ def test_flnpf_refuses_a_mismatched_or_missing_source(cfg_factory, relu_source, 
         regimes.build_model(cfg_factory("regime=flnpf", f"out_root={tmp_path / 'empty'}"), (1, 28, 28), 10)
 
 
-@pytest.mark.parametrize("regime,same_as", [("galu", "frnpf_ii"), ("frozen_relu", "frnpf_di"), ("soft_galu", "dlnpf")])
-def test_dgn_paper_names_are_the_npf_paper_networks(cfg_factory, relu_source, regime, same_as):
+@pytest.mark.parametrize("regime,same_as,extra", [("galu", "frnpf_ii", []), ("frozen_relu", "frnpf_di", []),
+                                                  ("soft_galu", "dlnpf", ["regime.feature_act=gate"])])
+def test_dgn_paper_names_are_the_npf_paper_networks(cfg_factory, relu_source, regime, same_as, extra):
     _, data, a = _model(cfg_factory, regime, relu_source, "regime.eps=0.1")
-    _, _, b = _model(cfg_factory, same_as, relu_source, "regime.eps=0.1")
+    _, _, b = _model(cfg_factory, same_as, relu_source, "regime.eps=0.1", *extra)
     x = data_mod.Split.scale(data.test.x)
     with torch.no_grad():
         torch.testing.assert_close(a(x), b(x), rtol=0, atol=0)
@@ -185,3 +186,20 @@ def test_soft_relu_and_dln_are_the_ordinary_network_with_another_gate(cfg_factor
         torch.testing.assert_close(soft(x), v.head(z))
         torch.testing.assert_close(dln(x), v.head(zl))  # same seed: same Θ; all gates 1
     assert soft.feature is None and dln.feature is None
+
+
+def test_soft_galu_gating_network_is_itself_gated_and_dlnpf_keeps_relu(cfg_factory, relu_source):
+    """Paper 002 §3: soft-GaLU's gating network computes z_g = q_g·G(q_g), G = (1+eps)·sigmoid(beta·q_g);
+    DLNPF's feature network is a ReLU network (paper 001's code)."""
+    for regime, act in (("soft_galu", lambda q, g: q * g), ("dlnpf", lambda q, g: torch.relu(q))):
+        cfg, data, model = _model(cfg_factory, regime, relu_source)
+        x = data_mod.Split.scale(data.test.x[:7]).flatten(1)
+        beta, eps = cfg.regime.beta, cfg.regime.eps
+        zf, zv = x, x
+        with torch.no_grad():
+            for lf, lv in zip(model.feature.hidden, model.value.hidden):
+                qf = lf(zf)
+                g = (1 + eps) * torch.sigmoid(beta * qf)
+                zf, zv = act(qf, g), lv(zv) * g
+            torch.testing.assert_close(model(x), model.value.head(zv), rtol=0, atol=0)
+    assert cfg_factory("regime=soft_galu").regime.feature_act == "gate"

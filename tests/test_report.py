@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_ARCH, make_cfg
-from gatelab import report
+from gatelab.papers import dgn, npf
 from gatelab.results import RESULTS_VERSION
 from gatelab.train import train
 
@@ -42,7 +42,7 @@ def runs(tmp_path):
 
 
 def test_cells_statistics_and_step_size_choice(runs, tmp_path):
-    df = report.write_table2(runs, tmp_path / "out")
+    df = npf.write_table2(runs, tmp_path / "out")
     cell = lambda opt, reg: df[(df.optimizer == opt) & (df.regime == reg)].iloc[0]  # noqa: E731
     sgd = cell("sgd", "relu")
     assert sgd.lr == 0.01 and sgd.n == 3  # the best mean of the three step sizes
@@ -55,9 +55,28 @@ def test_cells_statistics_and_step_size_choice(runs, tmp_path):
     assert relu.excluded == "diverged:seed1;failed:seed2"
 
 
+def test_paper_statistic_ddof0_beside_ours(runs, tmp_path):
+    ours = npf.write_table2(runs, tmp_path / "ours")
+    paper = npf.write_table2(runs, tmp_path / "paper", ddof=0)
+    sgd = lambda df: df[(df.optimizer == "sgd") & (df.regime == "relu")].iloc[0]  # noqa: E731
+    assert sgd(paper)["std"] == pytest.approx(statistics.pstdev([98.0, 97.8, 98.2]))
+    assert sgd(ours)["std"] == pytest.approx(statistics.stdev([98.0, 97.8, 98.2]))
+    assert "population std (ddof=0" in (tmp_path / "paper" / "table2.md").read_text()
+    assert "sample std (ddof=1)" in (tmp_path / "ours" / "table2.md").read_text()
+
+
+def test_tables_read_runs_without_importing_the_training_loop():
+    import subprocess
+    import sys
+    code = ("import sys; import gatelab.papers.npf, gatelab.papers.dgn, gatelab.report; "
+            "assert 'gatelab.train' not in sys.modules, 'training loop imported'")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
 def test_rendered_files_name_the_exclusions_and_are_reproducible(runs, tmp_path):
-    report.write_table2(runs, tmp_path / "a", command="make x")
-    report.write_table2(runs, tmp_path / "b", command="make x")
+    npf.write_table2(runs, tmp_path / "a", command="make x")
+    npf.write_table2(runs, tmp_path / "b", command="make x")
     for name in ("table2.md", "table2.csv", "table2.tex"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     md = (tmp_path / "a" / "table2.md").read_text()
@@ -74,7 +93,7 @@ def test_report_reads_real_runs(tiny_root, tmp_path):
         run = tmp_path / "runs" / f"s{seed}"
         train(make_cfg(["arch=fc", *TINY_ARCH["fc"], f"seed={seed}", "optimizer=sgd", "optimizer.lr=0.1"],
                        tiny_root, run), run)
-    df = report.write_table2(tmp_path / "runs", tmp_path / "out", expected_seeds=2)
+    df = npf.write_table2(tmp_path / "runs", tmp_path / "out", expected_seeds=2)
     (line,) = df.itertuples()
     assert (line.arch, line.optimizer, line.regime, line.n, line.short) == ("fc", "sgd", "relu", 2, False)
     accs = [json.loads((tmp_path / "runs" / f"s{s}" / "results.json").read_text())["best_test_acc"] for s in (0, 1)]
@@ -82,10 +101,10 @@ def test_report_reads_real_runs(tiny_root, tmp_path):
 
 
 def test_cli(runs, tmp_path, capsys):
-    report.main(["table2", "--runs", str(runs), "--out", str(tmp_path / "o"), "--arch", "fc"])
+    npf.main(["table2", "--runs", str(runs), "--out", str(tmp_path / "o"), "--arch", "fc"])
     assert "Table 2" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no results.json"):
-        report.main(["table2", "--runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")])
+        npf.main(["table2", "--runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")])
 
 
 def test_table4_rows_train_and_test_beside_the_paper(tmp_path):
@@ -105,7 +124,7 @@ def test_table4_rows_train_and_test_beside_the_paper(tmp_path):
     run("dln", 1, 0.38, [0.52, 0.48])
     run("soft_relu", 0, 0.70, [0.9, 0.99], beta=16.0, eps=0.4)
     run("soft_relu", 1, None, [0.9], beta=16.0, eps=0.4, status="diverged")
-    df = report.write_table4(root, tmp_path / "out", expected_seeds=2)
+    df = dgn.write_table4(root, tmp_path / "out", expected_seeds=2)
     assert len(df) == 18  # DLN, ReLU, 8 betas x 2 eps: the paper's rows, ours where we have runs
     dln = df[df.regime == "dln"].iloc[0]
     assert dln.n == 2 and dln.train_mean == pytest.approx(51.0) and dln.test_mean == pytest.approx(39.0)

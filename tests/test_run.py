@@ -220,16 +220,53 @@ def test_cli_finds_its_run_again_skips_it_and_flnpf_auto_finds_its_relu_run(tiny
     assert "training it first" not in p.stdout + p.stderr
 
 
-@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+TABLES = sorted(p.stem for p in (CONF / "experiment").glob("table*.yaml"))
+SCALES = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if not p.stem.startswith("table"))
+
+
+@pytest.mark.parametrize("experiment", TABLES)
 def test_every_experiment_composes(experiment):
     cfg = make_cfg([f"+experiment={experiment}"])
     validate(cfg)
+    assert cfg.seeds == [0, 1, 2, 3, 4]
     if experiment.startswith("table2_"):
         arch, opt = experiment.split("_")[1:]
         assert (cfg.arch.name, cfg.optimizer.name) == (arch, opt)
         assert cfg.dataset.name == ("mnist" if arch == "fc" else "cifar10")
     else:
         assert (cfg.dataset.name, cfg.arch.name, cfg.optimizer.name) == ("cifar10", "vconv", "adam")
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_scale_composes_on_top_of_a_table(scale):
+    table = "table4" if "table4" in scale else "table2_vconv_sgd"
+    cfg = make_cfg([f"+experiment=[{table},{scale}]"])
+    validate(cfg)
+    if scale.startswith("quick"):
+        assert cfg.seeds == [0, 1] and cfg.dataset.limit_train is not None
+
+
+def _sweep_params(experiments: str) -> dict:
+    p = subprocess.run([sys.executable, str(ROOT / "run.py"), f"+experiment={experiments}", "--cfg", "hydra", "-p",
+                        "hydra.sweeper.params"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import yaml
+    return {k: str(v).split(",") for k, v in yaml.safe_load(p.stdout).items()}
+
+
+def test_the_sweep_grids_are_the_papers_tables():
+    """The grids live once, in conf/experiment/: they give exactly the cells the reports lay out."""
+    from gatelab.papers import dgn, npf
+    for row in ("fc_sgd", "gconv_adam"):
+        params = _sweep_params(f"table2_{row}")
+        assert sorted(params["regime"] + ["flnpf"]) == sorted(npf.REGIMES)  # FLNPF: the second phase
+        assert "optimizer.lr" not in params  # one step size per row, as the paper's code
+    assert _sweep_params("[table2_fc_sgd,sgd_sweep]")["optimizer.lr"] == ["0.1", "0.01", "0.001"]
+    soft = _sweep_params("table4_soft")
+    assert soft["regime"] == ["soft_relu"] and [float(b) for b in soft["regime.beta"]] == dgn.TABLE4_BETAS
+    assert sorted(_sweep_params("table4")["regime"]) == ["dln", "relu"]
+    keys = {k for k in dgn.PAPER_TABLE4 if k[0] == "soft_relu"}
+    assert keys == {("soft_relu", float(b), float(e)) for b in soft["regime.beta"] for e in soft["regime.eps"]}
 
 
 def test_launcher_configs_compose():

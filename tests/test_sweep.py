@@ -78,3 +78,20 @@ def test_submitit_local_runs_two_jobs(tiny_root, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "2 runs: 2 completed" in _summary(p)
     assert len(list(tmp_path.glob("runs/*/relu/seed*/results.json"))) == 2
+
+
+@pytest.mark.slow
+def test_a_table2_row_as_make_runs_it_then_its_report(tiny_root, tmp_path):
+    """`make table2-quick`'s two phases for one row, on tiny data: the grid comes from the experiment
+    configs, the seeds of each regime train stacked, FLNPF finds its ReLU runs; then the report."""
+    from gatelab.papers import npf
+    common = ["-m", "+experiment=[table2_fc_adam,quick_fc]", "epochs=1", "arch.dense=[8]", f"out_root={tmp_path}",
+              "progress=false"]
+    p = _cli(common, tiny_root)
+    assert p.returncode == 0, p.stderr
+    assert "8 runs: 8 completed" in _summary(p)  # 4 regimes x 2 stacked seeds
+    p = _cli([*common, "regime=flnpf"], tiny_root)
+    assert "2 runs: 2 completed" in _summary(p) and "reusing the ReLU source" in p.stdout + p.stderr
+    df = npf.write_table2(tmp_path / "runs", tmp_path / "report")
+    assert sorted(df.regime) == sorted(npf.REGIMES) and (df.n == 2).all() and not df.short.any()
+    assert (df.lr == 1e-4).all() and (df.epochs == "1").all()

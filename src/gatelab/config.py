@@ -166,7 +166,8 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     seed: int = 0
-    seeds: Optional[List[int]] = None  # train these seeds together in one process (stacked networks)
+    seeds: Optional[List[int]] = None  # train these seeds in one process (stacked networks, see stack_seeds)
+    stack_seeds: bool = True  # seeds=[...]: false trains them one after another (conv nets on a CPU are faster so)
     epochs: int = 10
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N | mps
     eval_batch_size: int = 2048

@@ -88,8 +88,11 @@ def train(cfg, run_dir: Path) -> dict:
 
 
 def train_runs(cfg, run_dirs: dict) -> dict:
-    """What ``python run.py`` does: :func:`train_seeds`, after training any missing ReLU source of an
-    FLNPF run with ``regime.source=auto`` (the ReLU run of the same cell and seeds), or reusing it."""
+    """What ``python run.py`` does: :func:`train_seeds` (all seeds stacked, or one after another with
+    ``stack_seeds=false``), after training any missing ReLU source of an FLNPF run with
+    ``regime.source=auto`` (the ReLU run of the same cell and seeds), or reusing it."""
+    if not cfg.stack_seeds and len(run_dirs) > 1:
+        return {s: r for seed, d in run_dirs.items() for s, r in train_runs(cfg, {seed: d}).items()}
     if regimes.needs_source(cfg) and cfg.regime.source == "auto":
         twin = regimes.relu_twin(cfg)
         twin_dirs = {s: run_dir_of(OmegaConf.merge(twin, {"seed": s, "seeds": None})) for s in run_dirs}

@@ -1,0 +1,36 @@
+"""What figures need of runs: a run trained unless it is completed already, a network as it was at
+a checkpointed epoch, and a class-balanced set of examples. The training loop is imported only
+when a run must actually train."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from . import checkpoints, data as data_mod, regimes
+from .runs import compose, run_dir
+
+
+def ensure_run(overrides: list[str]) -> tuple[object, Path, dict]:
+    """The config, run directory and results of ``python run.py <overrides>``; trained if needed."""
+    from .train import train
+
+    cfg = compose(["progress=false", *overrides])
+    directory = run_dir(cfg)
+    res = train(cfg, directory)
+    if res["status"] != "completed":
+        raise RuntimeError(f"{directory}: run {res['status']}; the figure needs it completed")
+    return cfg, directory, res
+
+
+def model_at(cfg, directory: Path, epoch: int, data):
+    """The network of a run as it was at ``epoch`` (its ckpt/epoch_<N>.pt), in eval mode."""
+    model, _ = regimes.build_model(cfg, data.in_shape, data.out_dim)
+    model.load_state_dict(checkpoints.load(Path(directory) / "ckpt" / f"epoch_{epoch}.pt")["model"])
+    return model.eval()
+
+
+def examples(data, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``n`` training examples, balanced over classes, scaled to [0, 1]."""
+    idx = torch.from_numpy(data_mod.first_balanced(data.train.y.cpu().numpy(), n))
+    return data_mod.Split.scale(data.train.x[idx]), data.train.y[idx]
