@@ -8,6 +8,7 @@ the runs alone: rendering twice gives the same files.
 """
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,3 +125,17 @@ def write_outputs(out_dir: Path, name: str, df: pd.DataFrame, texts: dict) -> No
     df.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.4f")
     for ext, text in texts.items():
         (out_dir / f"{name}.{ext}").write_text(text)
+
+
+def paper_cli(prog: str, doc: str, table: str, table_help: str):
+    """A paper module's argument parser: its subcommands, the first being its table with the options
+    every table takes. Returns (parser, subparsers, table parser)."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    parser = sub.add_parser(table, help=table_help)
+    parser.add_argument("--runs", type=Path, required=True, help="directory searched for results.json files")
+    parser.add_argument("--out", type=Path, required=True, help="directory for the rendered table")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds expected per cell (default: the fullest cell's)")
+    parser.add_argument("--ddof", type=int, choices=(0, 1), default=1, help="1: sample std (ours); 0: np.std (paper)")
+    parser.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
+    return ap, sub, parser

@@ -14,7 +14,6 @@
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Optional
@@ -359,14 +358,7 @@ def figures7_8(scale: dict, common: list[str], out: Path) -> pd.DataFrame:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m gatelab.papers.dgn", description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="what", required=True)
-    t4 = sub.add_parser("table4", help="Table 4: table4.{md,csv} from the runs below --runs")
-    t4.add_argument("--runs", type=Path, required=True, help="directory searched for results.json files")
-    t4.add_argument("--out", type=Path, required=True, help="directory for the rendered table")
-    t4.add_argument("--seeds", type=int, default=None, help="seeds expected per network (default: the fullest)")
-    t4.add_argument("--ddof", type=int, choices=(0, 1), default=1, help="1: sample std (ours); 0: np.std")
-    t4.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
+    ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
     f14 = sub.add_parser("figures1-4", help="Figures 1-4: Gram matrices and GD convergence vs depth")
     f78 = sub.add_parser("figures7-8", help="Figures 7-8: Binary-MNIST, adaptable / frozen / learned gates")
     for p, scales in ((f14, FRG_SCALES), (f78, FIG7_SCALES)):

@@ -18,7 +18,6 @@ The training runs are ordinary gatelab runs (same loop, same run directories, sk
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -271,15 +270,8 @@ def figure3(panels: list[str], scale: dict, common: list[str], out: Path) -> dic
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m gatelab.papers.npf", description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="what", required=True)
-    t2 = sub.add_parser("table2", help="Table 2: table2.{md,csv,tex} from the runs below --runs")
-    t2.add_argument("--runs", type=Path, required=True, help="directory searched for results.json files")
-    t2.add_argument("--out", type=Path, required=True, help="directory for the rendered table")
+    ap, sub, t2 = report.paper_cli("python -m gatelab.papers.npf", __doc__, "table2", "Table 2: table2.{md,csv,tex} from the runs below --runs")
     t2.add_argument("--arch", nargs="*", default=None, help="only these architectures' rows (e.g. fc)")
-    t2.add_argument("--seeds", type=int, default=None, help="seeds expected per cell (default: the fullest cell's)")
-    t2.add_argument("--ddof", type=int, choices=(0, 1), default=1, help="1: sample std (ours); 0: np.std (paper)")
-    t2.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
     f3 = sub.add_parser("figure3", help="Figure 3 equivalents (trains what is missing)")
     f3.add_argument("--scale", default="quick", choices=sorted(SCALES))
     f3.add_argument("--panels", nargs="*", choices=sorted(FIGURE3), default=["middle", "right", "left"])
