@@ -232,8 +232,8 @@ class _Run:
         self.history.append({"epoch": epoch, "train_loss": m["train_loss"], "train_acc": m["train_acc"],
                              "test_loss": _finite_or_none(m["test_loss"]), "test_acc": m["test_acc"],
                              "seconds": seconds})
-        log.info("seed %d epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  (%.1fs)", self.seed,
-                 epoch, self.cfg.epochs, m["train_loss"], m["train_acc"], m["test_loss"], m["test_acc"], seconds)
+        log.info("%s seed %d epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  (%.1fs)",
+                 self.cfg.regime.name, self.seed, epoch, self.cfg.epochs, m["train_loss"], m["train_acc"], m["test_loss"], m["test_acc"], seconds)
         ckpt = dict(meta, seed=self.seed, epoch=epoch, test_acc=m["test_acc"], model=model_state)
         if m["test_acc"] > self.best_acc:
             self.best_acc, self.best_epoch = m["test_acc"], epoch
