@@ -1,0 +1,80 @@
+"""Placement without a GPU: on the ``meta`` device (shapes only, no data), every parameter, buffer,
+gradient, optimiser state and accumulator of a run must live on the run's device. A tensor left on
+the CPU fails here exactly as it would fail on CUDA."""
+import pytest
+import torch
+
+from conftest import TINY_ARCH, make_cfg
+from gatelab import data as data_mod, train as train_mod
+from gatelab.train import evaluate, train
+
+META = torch.device("meta")
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("regime", ["relu", "dlnpf"])
+def test_the_optimiser_gets_parameters_on_the_run_device(tiny_root, tmp_path, monkeypatch, regime):
+    """Through the public entry point: `train(device=meta)` must hand the optimiser meta parameters
+    (before the fix, the model stayed on the CPU while the data went to the device)."""
+    seen = {}
+
+    def spy(opt_cfg, params):
+        seen["devices"] = {p.device for p in params}
+        raise _Stop
+
+    monkeypatch.setattr(train_mod, "make_optimizer", spy)
+    cfg = make_cfg(["arch.dense=[8]", f"regime={regime}", "device=meta"], tiny_root)
+    with pytest.raises(_Stop):
+        train(cfg, tmp_path / "run")
+    assert seen["devices"] == {META}
+
+
+def _runs(cfg, tmp_path, data):
+    runs = [train_mod._Run(s, tmp_path / f"s{s}", make_cfg([*cfg, f"seed={s}"]), 0.0) for s in (0, 1)]
+    for r in runs:
+        r.source = None
+        r.build(data, {})
+    return runs
+
+
+def _on(device, tensors) -> set:
+    return {t.device for t in tensors}
+
+
+@pytest.mark.parametrize("arch,regime,opt", [("fc", "dlnpf", "adam"), ("gconv", "frnpf_di", "sgd"),
+                                             ("vconv", "relu", "rmsprop")])
+def test_a_training_epoch_and_evaluation_stay_on_the_device(tiny_root, tmp_path, arch, regime, opt):
+    over = [f"arch={arch}", *TINY_ARCH[arch], f"regime={regime}", f"optimizer={opt}", f"data.root={tiny_root}",
+            "progress=false", "device=meta", "eval_batch_size=64"]
+    cfg = make_cfg(over)
+    data = data_mod.load(cfg.dataset, cfg.data, META)
+    runs = _runs(over, tmp_path, data)
+    model, opt_, gens = train_mod._setup(cfg, runs, META, start=1)
+    assert _on(META, model.parameters()) | _on(META, model.buffers()) == {META}
+    assert all(g.device.type == "cpu" for g in gens)  # data order: CPU streams, the same on every device
+    loss_sum, correct = train_mod._train_epoch(cfg, model, opt_, data, gens, torch.autocast("cpu", enabled=False), 1)
+    assert loss_sum.device == correct.device == META and loss_sum.shape == (2,)
+    assert {p.grad.device for p in model.parameters() if p.grad is not None} == {META}
+    state = [v for st in opt_.state.values() for k, v in st.items() if torch.is_tensor(v) and k != "step"]
+    assert _on(META, state) == ({META} if opt != "sgd" else set())  # plain SGD keeps no state
+    with pytest.raises(NotImplementedError):  # meta tensors have no values: reaching .tolist() means
+        evaluate(model, data.test, 64, data.task, 2)  # every op before it ran on the device
+
+
+def test_a_cpu_checkpoint_resumes_on_another_device(tiny_root, tmp_path):
+    """last.pt is written on the CPU; resuming with device=meta puts model and optimiser state on it."""
+    over = ["arch.dense=[8]", "regime=dlnpf", "epochs=1", "progress=false", f"data.root={tiny_root}"]
+    for s in (0, 1):
+        assert train(make_cfg([*over, f"seed={s}"]), tmp_path / f"s{s}")["status"] == "completed"
+    cfg = make_cfg([*over, "epochs=2", "device=meta"])
+    data = data_mod.load(cfg.dataset, cfg.data, META)
+    runs = _runs([*over, "epochs=2", "device=meta"], tmp_path, data)
+    assert [r.start_epoch() for r in runs] == [2, 2]
+    model, opt_, gens = train_mod._setup(cfg, runs, META, start=2)
+    assert _on(META, model.parameters()) == {META}
+    state = [v for st in opt_.state.values() for k, v in st.items() if torch.is_tensor(v) and k != "step"]
+    assert state and _on(META, state) == {META}
+    assert [g.get_state().tolist() for g in gens] == [r.last["shuffle_rng"].tolist() for r in runs]
