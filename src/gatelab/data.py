@@ -109,9 +109,9 @@ class Split:
 
     def batches(self, batch_size: int, generator: Optional[torch.Generator] = None,
                 shuffle: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Mini-batches, reshuffled each call with ``generator`` (on the data's device)."""
+        """Mini-batches, reshuffled each call with ``generator`` (a CPU generator, see :meth:`stacked_batches`)."""
         n = len(self)
-        order = torch.randperm(n, generator=generator, device=self.x.device) if shuffle else None
+        order = torch.randperm(n, generator=generator).to(self.x.device) if shuffle else None
         for start in range(0, n, batch_size):
             if order is None:
                 sl = slice(start, start + batch_size)
@@ -123,9 +123,13 @@ class Split:
 
     def stacked_batches(self, batch_size: int, generators: list) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """Mini-batches for S seeds trained together: (S, B, C, H, W) inputs and (S, B) targets, seed s
-        in the order of ``generators[s]`` (each reshuffled per call, as :meth:`batches` does)."""
+        in the order of ``generators[s]`` (each reshuffled per call, as :meth:`batches` does).
+
+        The generators are CPU generators whatever the data's device: the data order of a seed is the
+        same on every device, and a checkpoint's RNG state resumes on another device. One (S, N)
+        permutation per epoch goes to the device; the batches are gathered there."""
         n = len(self)
-        order = torch.stack([torch.randperm(n, generator=g, device=self.x.device) for g in generators])
+        order = torch.stack([torch.randperm(n, generator=g) for g in generators]).to(self.x.device)
         for start in range(0, n, batch_size):
             idx = order[:, start:start + batch_size]
             yield self.scale(self.x[idx]), self.y[idx]

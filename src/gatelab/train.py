@@ -36,17 +36,21 @@ from .tracking import NullTracker, make_tracker
 
 log = logging.getLogger("gatelab")
 
+FUSED_DEVICES = ("cpu", "cuda")  # where torch's fused Adam/SGD kernels run
 SHUFFLE_STREAM = 1  # the data order of seed s comes from its own generator, independent of init
 
 
 def make_optimizer(opt_cfg, params) -> torch.optim.Optimizer:
     """SGD (constant step, momentum 0 by default), Adam, RMSprop; the fused implementation where
-    torch has one (about 25% faster per step on the CPU for FC/MNIST), else foreach."""
+    torch has one for the parameters' device (CPU, CUDA; about 25% faster per step on the CPU for
+    FC/MNIST), else foreach."""
     params = list(params)
     cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[opt_cfg.name]
     kw = dict(lr=opt_cfg.lr, weight_decay=opt_cfg.weight_decay)
     if opt_cfg.name != "adam":
         kw["momentum"] = opt_cfg.momentum
+    if not all(p.device.type in FUSED_DEVICES for p in params):
+        return cls(params, foreach=True, **kw)
     try:
         return cls(params, fused=True, **kw)
     except (TypeError, RuntimeError, ValueError):
@@ -265,17 +269,7 @@ class _Run:
 def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None:
     """The epoch loop of runs that start at the same epoch, their networks stacked along a seed
     dimension; a resumed run continues exactly as if it had never been interrupted."""
-    # Stack the seeds' networks (resumed ones from last.pt), one optimiser and one data order per seed.
-    if start > 1:
-        for r in runs:
-            r.resume()
-    model = stack_models([r.model for r in runs])
-    opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
-    gens = [torch.Generator(device=device).manual_seed(r.seed * 1000 + SHUFFLE_STREAM) for r in runs]
-    if start > 1:
-        opt.load_state_dict(stack_optimizer_state([r.last["optimizer"] for r in runs]))
-        for r, g in zip(runs, gens):
-            g.set_state(r.last["shuffle_rng"])
+    model, opt, gens = _setup(cfg, runs, device, start)
     meta = {"arch": plain(cfg.arch), "regime": plain(cfg.regime), "dataset": cfg.dataset.name,
             "in_shape": list(data.in_shape), "out_dim": data.out_dim}
     if start == 1 and 0 in cfg.checkpoint_epochs:  # the initialisation, for kernels over training (Figure 3)
@@ -287,10 +281,12 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp)
     t_fit = time.time()
+    n_train = len(data.train)
     for epoch in range(start, cfg.epochs + 1):
         t0 = time.time()
-        # One pass over the training data: every seed in its own order.
-        train_loss, train_acc = _train_epoch(cfg, forward, opt, data, gens, autocast, epoch)
+        # One pass over the training data, every seed in its own order; sums stay on the device.
+        loss_sum, correct = _train_epoch(cfg, forward, opt, data, gens, autocast, epoch)
+        train_loss, train_acc = (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
         # Evaluation on the test set.
         test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, len(runs))
         seconds = round(time.time() - t0, 3)
@@ -309,9 +305,27 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
         r.finish()
 
 
-def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int) -> tuple[list, list]:
-    """One epoch of mini-batch steps for the stacked seeds: per seed (mean loss, accuracy), the
-    running means over the epoch's batches (as Keras reports them in the paper's code)."""
+def _setup(cfg, runs: list[_Run], device: torch.device, start: int):
+    """The stacked model on ``device`` (resumed runs from their last.pt), its optimiser (state on the
+    parameters' device, also when resumed from a checkpoint written on another device) and one CPU
+    data-order generator per seed (:meth:`gatelab.data.Split.stacked_batches`)."""
+    if start > 1:
+        for r in runs:
+            r.resume()
+    model = stack_models([r.model for r in runs]).to(device)
+    opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
+    gens = [torch.Generator().manual_seed(r.seed * 1000 + SHUFFLE_STREAM) for r in runs]
+    if start > 1:
+        opt.load_state_dict(stack_optimizer_state([r.last["optimizer"] for r in runs]))
+        for r, g in zip(runs, gens):
+            g.set_state(r.last["shuffle_rng"])
+    return model, opt, gens
+
+
+def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One epoch of mini-batch steps for the stacked seeds: per seed, the sum of the batch losses
+    (weighted by batch size) and the number correct, on the device (no host sync inside the epoch);
+    their means are the running means Keras reports in the paper's code."""
     S, n_train, bs = len(gens), len(data.train), cfg.optimizer.batch_size
     device = data.train.x.device
     loss_sum = torch.zeros(S, device=device)
@@ -326,7 +340,7 @@ def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int) -> t
         opt.step()
         loss_sum += loss.detach() * yb.shape[1]
         correct += c
-    return (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
+    return loss_sum, correct
 
 
 def stack_optimizer_state(states: list[dict]) -> dict:
