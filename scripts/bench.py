@@ -1,6 +1,7 @@
 """Seconds per epoch per seed: the single-run path (S=1) against the seed-batched path (S seeds
 stacked in one process), on whatever device is present. Synthetic inputs of the datasets' shapes
-(speed does not depend on pixel values); the real training step (model, loss, fused optimiser).
+(speed does not depend on pixel values) through the product's own training path: the runs are
+built and placed by ``gatelab.train._setup`` and trained by ``gatelab.train._train_epoch``.
 
     python scripts/bench.py            # FC/MNIST ReLU + DLNPF, GCONV/CIFAR-10 ReLU + DLNPF, S=5
     python scripts/bench.py --quick    # fewer steps; under 10 minutes on a 2-core CPU
@@ -18,12 +19,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from gatelab import regimes  # noqa: E402
+import tempfile  # noqa: E402
+
+from gatelab import train as train_mod  # noqa: E402
+from gatelab.data import Data, Split  # noqa: E402
+from gatelab.results import device_name, resolve_device  # noqa: E402
 from gatelab.runs import compose  # noqa: E402
-from gatelab.data import Split  # noqa: E402
-from gatelab.models import stack_models  # noqa: E402
-from gatelab.results import resolve_device  # noqa: E402
-from gatelab.train import make_optimizer, objective  # noqa: E402
 
 CASES = [  # (name, overrides, in_shape, train examples per epoch)
     ("fc/mnist relu", ["dataset=mnist", "arch=fc", "regime=relu"], (1, 28, 28), 60000),
@@ -34,25 +35,25 @@ CASES = [  # (name, overrides, in_shape, train examples per epoch)
 
 
 def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch: int = 32) -> float:
-    models = [regimes.build_model(compose([*overrides, f"seed={s}"]), in_shape, 10)[0] for s in range(seeds)]
-    model = stack_models(models).to(device)
-    cfg = compose(overrides)
-    opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
-    n = batch * (steps + 5)
-    split = Split(torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device),
-                  torch.randint(0, 10, (n,), device=device))
-    gens = [torch.Generator(device=device).manual_seed(s) for s in range(seeds)]
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    t = None
-    for i, (xb, yb) in enumerate(split.stacked_batches(batch, gens)):
-        if i == 5:  # warm-up steps excluded
-            sync()
-            t = time.perf_counter()
-        loss, _ = objective(model(xb), yb, "classification")
-        opt.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        opt.step()
-    sync()
+    """Seconds per training step of ``seeds`` stacked runs: one warm-up epoch, then one timed epoch."""
+    cfg = compose([*overrides, "progress=false", f"device={device}"])
+    n = batch * steps
+    data = Data(Split(torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device),
+                      torch.randint(0, 10, (n,), device=device)),
+                Split(torch.zeros(0, *in_shape, dtype=torch.uint8, device=device),
+                      torch.zeros(0, dtype=torch.long, device=device)), in_shape, 10, "classification")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [train_mod._Run(s, Path(tmp) / f"s{s}", compose([*overrides, f"seed={s}"]), 0.0) for s in range(seeds)]
+        for r in runs:
+            r.build(data, {})
+        model, opt, gens = train_mod._setup(cfg, runs, device, start=1)
+        autocast = torch.autocast(device.type, enabled=False)
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        train_mod._train_epoch(cfg, model, opt, data, gens, autocast, 0)  # warm-up
+        sync()
+        t = time.perf_counter()
+        train_mod._train_epoch(cfg, model, opt, data, gens, autocast, 1)
+        sync()
     return (time.perf_counter() - t) / steps
 
 
@@ -63,8 +64,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     args = ap.parse_args()
     device = resolve_device(args.device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
-    print(f"device: {name}; batch 32; seconds per epoch per seed, extrapolated from timed steps")
+    print(f"device: {device_name(device)}; batch 32; seconds per epoch per seed, extrapolated from timed steps")
     print(f"{'case':22s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s}")
     ratio_fc = None
     for case, overrides, in_shape, n_train in CASES:

@@ -78,3 +78,15 @@ def test_a_cpu_checkpoint_resumes_on_another_device(tiny_root, tmp_path):
     state = [v for st in opt_.state.values() for k, v in st.items() if torch.is_tensor(v) and k != "step"]
     assert state and _on(META, state) == {META}
     assert [g.get_state().tolist() for g in gens] == [r.last["shuffle_rng"].tolist() for r in runs]
+
+
+def test_bench_times_the_product_training_path():
+    """scripts/bench.py builds, places and trains through gatelab.train's own seams (not a copy)."""
+    import importlib.util
+    from conftest import ROOT
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    t = bench.seconds_per_step(["dataset=mnist", "arch=fc", "arch.dense=[8]", "regime=dlnpf"], (1, 28, 28), 2, 3,
+                               torch.device("cpu"))
+    assert 0 < t < 10
