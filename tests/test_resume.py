@@ -90,3 +90,37 @@ def test_sigkill_mid_epoch_then_resume_equals_uninterrupted(tmp_path):
     assert start(tmp_path / "cut").wait(timeout=300) == 0
     _, resumed = _same_run(tmp_path / "ref", tmp_path / "cut")
     assert resumed["resumed_from_epoch"] >= 2
+
+
+def test_checkpoint_every_n_epochs_writes_less_and_resumes_identically(tiny_root, tmp_path, monkeypatch):
+    """checkpoint_every=2 over 5 epochs: last.pt at epochs 2, 4, 5 only; best.pt holds the best epoch's
+    weights (kept in memory between checkpoints); a run cut in epoch 4 replays from epoch 2 and ends
+    bit-identical to an uninterrupted run."""
+    over = ["regime=dlnpf", "arch.dense=[16,16]", "epochs=5", "optimizer=adam", "checkpoint_every=2"]
+    written = []
+    real_save = checkpoints.save
+    monkeypatch.setattr(checkpoints, "save", lambda path, **st: written.append((path.name, st["epoch"])) or
+                        real_save(path, **st))
+    ref = train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
+    assert [e for name, e in written if name == "last.pt"] == [2, 4, 5]
+    best = checkpoints.load(tmp_path / "ref" / "ckpt" / "best.pt")
+    assert (best["epoch"], best["test_acc"]) == (ref["best_epoch"], ref["best_test_acc"])
+    every_epoch = train(make_cfg([*over[:-1]], tiny_root, tmp_path / "every"), tmp_path / "every")
+    assert _strip(every_epoch["history"]) == _strip(ref["history"])  # the checkpoint schedule changes nothing
+    every_best = checkpoints.load(tmp_path / "every" / "ckpt" / "best.pt")["model"]
+    assert all(torch.equal(best["model"][k], v) for k, v in every_best.items())
+    real_evaluate = train_mod.evaluate
+    calls = {"n": 0}
+
+    def flaky(*a, **k):  # dies in epoch 4, after the checkpoint of epoch 2
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("node lost")
+        return real_evaluate(*a, **k)
+    monkeypatch.setattr(train_mod, "evaluate", flaky)
+    with pytest.raises(RuntimeError, match="node lost"):
+        train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    monkeypatch.setattr(train_mod, "evaluate", real_evaluate)
+    res = train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    assert res["resumed_from_epoch"] == 2
+    _same_run(tmp_path / "ref", tmp_path / "cut")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,31 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 def save(path: Path, **state) -> None:
     atomic_write_bytes(path, lambda tmp: torch.save({"format": FORMAT, **state}, tmp))
+
+
+class Writer:
+    """Writes checkpoints on a background thread, one at a time, so training goes on meanwhile.
+    :meth:`save` first waits for the previous write (memory stays bounded, errors surface at the
+    next save or at :meth:`close`). The tensors handed over must not change afterwards (clones)."""
+
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gatelab-ckpt")
+        self._pending: list[Future] = []
+
+    def save(self, path: Path, **state) -> None:
+        self.wait()
+        self._pending.append(self._pool.submit(save, path, **state))
+
+    def wait(self) -> None:
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 def resolve(source: str, which: str = "best") -> Path:

@@ -172,6 +172,9 @@ class Config:
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N | mps
     eval_batch_size: int = 2048
     checkpoint_epochs: List[int] = field(default_factory=list)  # extra ckpt/epoch_<N>.pt (FLNPF stages; 0 = init)
+    # last.pt (and best.pt, kept in memory between) every N epochs and at the end; a preempted run
+    # replays at most N-1 epochs. Not part of the run key: it changes no result.
+    checkpoint_every: int = 1
     progress: bool = True  # tqdm bars
     amp: bool = False  # bf16 autocast of the training forward pass (meant for CUDA; evaluation stays fp32)
     compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune
@@ -231,3 +234,5 @@ def validate(cfg: Any) -> None:
         raise ConfigError(f"compile={cfg.compile!r} is not one of {', '.join(COMPILE_MODES)}")
     if cfg.epochs <= 0:
         raise ConfigError(f"epochs must be positive, got {cfg.epochs}")
+    if cfg.checkpoint_every <= 0:
+        raise ConfigError(f"checkpoint_every must be positive, got {cfg.checkpoint_every}")

@@ -192,6 +192,7 @@ class _Run:
                         "history": []}
         self.model, self.tracker, self.last, self.source = None, NullTracker(), None, None
         self.best_acc, self.best_epoch, self.active = -1.0, None, True
+        self.best_state, self.best_saved = None, True  # the best epoch's weights until best.pt is written
         self.ckpt_dir = run_dir / checkpoints.CKPT_DIR
 
     @property
@@ -222,10 +223,9 @@ class _Run:
                             prior_wall_time_s=last.get("wall_time_s", 0.0))
         log.info("seed %d: resumed from %s at epoch %d", self.seed, self.ckpt_dir / "last.pt", last["epoch"])
 
-    def end_epoch(self, epoch: int, m: dict, seconds: float, meta: dict, model_state: dict, opt_state: dict,
-                  shuffle_rng: torch.Tensor, t_fit: float) -> None:
+    def record(self, epoch: int, m: dict, seconds: float, model_state) -> None:
         """Record one epoch's metrics ``m`` (train/test loss/acc); stop as diverged on a non-finite
-        training loss; else write best.pt, epoch_<N>.pt and last.pt."""
+        training loss. ``model_state()`` gives this run's weights, kept (on the device) when best."""
         if not math.isfinite(m["train_loss"]):
             self.active = False
             self.results.update(status="diverged", diverged_epoch=epoch)
@@ -237,17 +237,31 @@ class _Run:
                              "test_loss": _finite_or_none(m["test_loss"]), "test_acc": m["test_acc"],
                              "seconds": seconds})
         log.info("%s seed %d epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  (%.1fs)",
-                 self.cfg.regime.name, self.seed, epoch, self.cfg.epochs, m["train_loss"], m["train_acc"], m["test_loss"], m["test_acc"], seconds)
-        ckpt = dict(meta, seed=self.seed, epoch=epoch, test_acc=m["test_acc"], model=model_state)
+                 self.cfg.regime.name, self.seed, epoch, self.cfg.epochs, m["train_loss"], m["train_acc"],
+                 m["test_loss"], m["test_acc"], seconds)
         if m["test_acc"] > self.best_acc:
             self.best_acc, self.best_epoch = m["test_acc"], epoch
-            checkpoints.save(self.ckpt_dir / "best.pt", **ckpt)
-        if epoch in self.cfg.checkpoint_epochs:
-            checkpoints.save(self.ckpt_dir / f"epoch_{epoch}.pt", **ckpt)
-        checkpoints.save(self.ckpt_dir / "last.pt", **ckpt, optimizer=opt_state, shuffle_rng=shuffle_rng,
-                         history=self.history, resumes=self.results.get("resumes", 0),
-                         wall_time_s=self.results.get("prior_wall_time_s", 0.0) + time.time() - t_fit)
+            self.best_state, self.best_saved = model_state(), False
         self.tracker.log(self.history[-1])
+
+    def save_checkpoints(self, writer: checkpoints.Writer, meta: dict, model_state, opt_state, shuffle_rng,
+                         t_fit: float) -> None:
+        """After a recorded epoch: ``epoch_<N>.pt`` if asked for; every ``checkpoint_every`` epochs and
+        at the last, ``best.pt`` (if it changed) and ``last.pt`` (with optimiser and data-order RNG)."""
+        h = self.history[-1]
+        epoch, every = h["epoch"], self.cfg.checkpoint_every
+        ckpt = dict(meta, seed=self.seed, epoch=epoch, test_acc=h["test_acc"])
+        if epoch in self.cfg.checkpoint_epochs:
+            writer.save(self.ckpt_dir / f"epoch_{epoch}.pt", **ckpt, model=model_state())
+        if epoch % every and epoch != self.cfg.epochs:
+            return
+        if not self.best_saved:
+            writer.save(self.ckpt_dir / "best.pt", **dict(ckpt, epoch=self.best_epoch, test_acc=self.best_acc),
+                        model=self.best_state)
+            self.best_saved = True
+        writer.save(self.ckpt_dir / "last.pt", **ckpt, model=model_state(), optimizer=opt_state(),
+                    shuffle_rng=shuffle_rng, history=list(self.history), resumes=self.results.get("resumes", 0),
+                    wall_time_s=self.results.get("prior_wall_time_s", 0.0) + time.time() - t_fit)
 
     def finish(self) -> None:
         if self.active:
@@ -280,27 +294,32 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
     # mode="reduce-overhead" captures CUDA graphs, which pays at batch 32 where launches dominate).
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp)
-    t_fit = time.time()
-    n_train = len(data.train)
-    for epoch in range(start, cfg.epochs + 1):
-        t0 = time.time()
-        # One pass over the training data, every seed in its own order; sums stay on the device.
-        loss_sum, correct = _train_epoch(cfg, forward, opt, data, gens, autocast, epoch)
-        train_loss, train_acc = (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
-        # Evaluation on the test set.
-        test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, len(runs))
-        seconds = round(time.time() - t0, 3)
-        # Each run records its epoch and writes its checkpoints; results.json once per epoch.
-        state, opt_state = model.state_dict(), opt.state_dict()
-        for s, r in enumerate(runs):
-            if r.active:
-                m = {"train_loss": train_loss[s], "train_acc": train_acc[s], "test_loss": test_loss[s],
-                     "test_acc": test_acc[s]}
-                r.end_epoch(epoch, m, seconds, meta, unstack_state(state, s), unstack_optimizer_state(opt_state, s),
-                            gens[s].get_state(), t_fit)
-        save_progress()
-        if not any(r.active for r in runs):
-            break
+    t_fit, n_train, writer = time.time(), len(data.train), checkpoints.Writer()
+    try:
+        for epoch in range(start, cfg.epochs + 1):
+            t0 = time.time()
+            # One pass over the training data, every seed in its own order; sums stay on the device.
+            loss_sum, correct = _train_epoch(cfg, forward, opt, data, gens, autocast, epoch)
+            # Evaluation on the test set; the epoch's one host sync brings both back.
+            test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, len(runs))
+            train_loss, train_acc = (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
+            seconds = round(time.time() - t0, 3)
+            # Each run records its epoch, then writes its checkpoints on the writer's thread.
+            state, opt_state = model.state_dict(), opt.state_dict()
+            for s, r in enumerate(runs):
+                if not r.active:
+                    continue
+                r.record(epoch, {"train_loss": train_loss[s], "train_acc": train_acc[s], "test_loss": test_loss[s],
+                                 "test_acc": test_acc[s]}, seconds, lambda: unstack_state(state, s))
+                if r.active:
+                    r.save_checkpoints(writer, meta, lambda: unstack_state(state, s),
+                                       lambda: unstack_optimizer_state(opt_state, s), gens[s].get_state(), t_fit)
+            # results.json of every run, once per epoch.
+            save_progress()
+            if not any(r.active for r in runs):
+                break
+    finally:
+        writer.close()
     for r in runs:
         r.finish()
 
