@@ -90,3 +90,47 @@ def test_bench_times_the_product_training_path():
     t = bench.seconds_per_step(["dataset=mnist", "arch=fc", "arch.dense=[8]", "regime=dlnpf"], (1, 28, 28), 2, 3,
                                torch.device("cpu"))
     assert 0 < t < 10
+
+
+def test_parallel_jobs_claim_different_gpus(tmp_path, monkeypatch):
+    """Several jobs on one machine with 3 GPUs: each process claims a free one (lock files), a fourth
+    shares GPU 0; a job that ends frees its GPU. Each subprocess stands for one joblib worker."""
+    import subprocess
+    import sys
+    code = ("import sys, time; from gatelab.results import claim_gpu; "
+            f"print(claim_gpu(3, {str(tmp_path)!r}), flush=True); time.sleep(float(sys.argv[1]))")
+    procs, got = [], []
+    for hold in (30, 30, 30, 0):  # one after another: each has its GPU before the next starts
+        procs.append(subprocess.Popen([sys.executable, "-c", code, str(hold)], stdout=subprocess.PIPE, text=True))
+        got.append(int(procs[-1].stdout.readline()))
+    assert got == [0, 1, 2, 0]
+    procs[1].kill()
+    procs[1].wait()
+    freed = subprocess.run([sys.executable, "-c", code, "0"], capture_output=True, text=True)
+    assert int(freed.stdout) == got[1]
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_auto_device_with_several_gpus_claims_one(tmp_path, monkeypatch):
+    from gatelab import results
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(results, "_CLAIMED", {})
+    monkeypatch.setenv(results.GPU_LOCKS, str(tmp_path))
+    assert results.resolve_device("auto") == torch.device("cuda", 0)
+    assert results.resolve_device("cuda") == torch.device("cuda", 0)  # the same process keeps its GPU
+    assert results.resolve_device("cuda:2") == torch.device("cuda", 2)  # an explicit index is obeyed
+    for f in results._CLAIMED.values():  # this "process" ends: its GPU is free again
+        f.close()
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(results, "_CLAIMED", {})
+    assert results.resolve_device("auto") == torch.device("cuda", 0)
+    assert results._CLAIMED == {}  # one GPU: nothing to claim
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with open(tmp_path / "gpu0.lock", "w") as other:  # another job holds GPU 0
+        import fcntl
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert results.resolve_device("auto") == torch.device("cuda", 1)
+    results._CLAIMED[1].close()

@@ -53,13 +53,48 @@ def git_commit() -> Optional[str]:
 
 
 def resolve_device(name: str) -> torch.device:
-    """``auto`` (cuda if available, else cpu), or a torch device name checked to exist."""
+    """``auto`` (a GPU if there is one, else cpu), or a torch device name checked to exist. ``auto``
+    and ``cuda`` on a machine with several GPUs claim a free one (:func:`claim_gpu`), so parallel
+    jobs (``make JOBS=N``, joblib) spread over the GPUs instead of all landing on GPU 0."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(name)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"device={name} requested but CUDA is not available")
+    if dev.type == "cuda" and dev.index is None:
+        n = torch.cuda.device_count()
+        dev = torch.device("cuda", claim_gpu(n) if n > 1 else 0)
     return dev
+
+
+_CLAIMED: dict[int, object] = {}  # GPU index -> open lock file, held for the life of the process
+GPU_LOCKS = "GATELAB_GPU_LOCKS"
+
+
+def claim_gpu(n: int, lock_dir: Optional[str] = None) -> int:
+    """The index of a GPU that no other gatelab process on this machine holds: an exclusive lock on
+    ``<lock_dir>/gpu<i>.lock`` (``$GATELAB_GPU_LOCKS``, default ``/tmp/gatelab-gpu-locks-<uid>``),
+    released when the process ends. With every GPU held, the least-numbered one is shared
+    (with a warning). Respects ``CUDA_VISIBLE_DEVICES`` (``n`` counts the visible GPUs)."""
+    import fcntl
+    import logging
+    import os
+
+    if _CLAIMED:
+        return next(iter(_CLAIMED))
+    root = Path(lock_dir or os.environ.get(GPU_LOCKS) or f"/tmp/gatelab-gpu-locks-{os.getuid()}")
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        f = open(root / f"gpu{i}.lock", "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        _CLAIMED[i] = f
+        return i
+    logging.getLogger("gatelab").warning("all %d GPUs are held by other gatelab jobs; sharing GPU 0", n)
+    return 0
 
 
 def device_name(device: torch.device | str | None = None) -> str:
