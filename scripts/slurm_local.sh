@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# A one-node SLURM cluster on this machine, for tests: `scripts/slurm_local.sh up|down|env`.
+# Debian's slurm-wlm and munge (apt-get install slurm-wlm munge), started as this project's own
+# processes with every file under $GATELAB_SLURM_DIR (default /tmp/gatelab-slurm): munge key and
+# socket, slurm.conf, state, spool, logs. `up` prints the environment to use it (SLURM_CONF);
+# `down` stops the daemons and leaves nothing running. No accounting (no slurmdbd): sacct fails.
+set -euo pipefail
+DIR=${GATELAB_SLURM_DIR:-/tmp/gatelab-slurm}
+HOST=$(hostname -s)
+CPUS=$(nproc)
+MEM_MB=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
+PORT=${GATELAB_SLURM_PORT:-16817}
+
+stop_pidfile() { [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true; rm -f "$1"; }
+
+down() {
+  stop_pidfile "$DIR/slurmd.pid"; stop_pidfile "$DIR/slurmctld.pid"
+  [ -S "$DIR/munge.sock" ] && munged --stop --socket="$DIR/munge.sock" >/dev/null 2>&1 || true
+  stop_pidfile "$DIR/munged.pid"
+  for _ in $(seq 50); do pgrep -f "$DIR/slurm.conf" >/dev/null || break; sleep 0.1; done
+  pkill -9 -f "$DIR/slurm.conf" 2>/dev/null || true
+}
+
+up() {
+  command -v slurmctld >/dev/null && command -v munged >/dev/null || {
+    echo "slurm_local: slurmctld/munged not found (apt-get install slurm-wlm munge)" >&2; exit 3; }
+  down
+  mkdir -p "$DIR/state" "$DIR/spool" "$DIR/log"
+  chmod 700 "$DIR"
+  [ -f "$DIR/munge.key" ] || { dd if=/dev/urandom of="$DIR/munge.key" bs=1024 count=1 status=none; chmod 400 "$DIR/munge.key"; }
+  munged --force --key-file="$DIR/munge.key" --socket="$DIR/munge.sock" --pid-file="$DIR/munged.pid" \
+    --log-file="$DIR/log/munged.log" --seed-file="$DIR/munged.seed"
+  cat > "$DIR/slurm.conf" <<CONF
+ClusterName=gatelab
+SlurmctldHost=$HOST
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$DIR/munge.sock
+CredType=cred/munge
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool
+SlurmctldPidFile=$DIR/slurmctld.pid
+SlurmdPidFile=$DIR/slurmd.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+MpiDefault=none
+ReturnToService=2
+JobRequeue=1
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=1
+MessageTimeout=10
+InactiveLimit=0
+KillWait=5
+MinJobAge=600
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName=$HOST CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
+PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
+CONF
+  export SLURM_CONF="$DIR/slurm.conf"
+  slurmctld -i -f "$SLURM_CONF"
+  slurmd -f "$SLURM_CONF"
+  for _ in $(seq 100); do
+    sinfo -h -o %T 2>/dev/null | grep -qE "^(idle|mixed|allocated)" && { echo "export SLURM_CONF=$SLURM_CONF"; return 0; }
+    sleep 0.2
+  done
+  echo "slurm_local: the node did not come up; see $DIR/log" >&2; sinfo >&2 || true; exit 4
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  env) echo "export SLURM_CONF=$DIR/slurm.conf" ;;
+  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+esac

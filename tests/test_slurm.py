@@ -1,0 +1,112 @@
+"""Sweeps on a real one-node SLURM cluster (scripts/slurm_local.sh: Debian's slurm-wlm and munge),
+through the real launcher config `hydra/launcher=cluster` with site overrides that fit the node.
+Skipped, saying why, where SLURM is not installed; `.ci/run` installs it."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, write_tiny_data
+
+pytestmark = pytest.mark.slow
+SCRIPT = ROOT / "scripts" / "slurm_local.sh"
+FITS = ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    state = tmp_path_factory.mktemp("slurm")
+    env = {**os.environ, "GATELAB_SLURM_DIR": str(state)}
+    up = subprocess.run(["bash", str(SCRIPT), "up"], capture_output=True, text=True, env=env, timeout=120)
+    if up.returncode == 3:
+        pytest.skip(f"SLURM not installed: {up.stderr.strip()}")
+    assert up.returncode == 0, up.stdout + up.stderr
+    env["SLURM_CONF"] = str(state / "slurm.conf")
+    env["GATELAB_DATA"] = str(write_tiny_data(state / "data", n_train=6000, n_test=200))
+    yield env
+    subprocess.run(["bash", str(SCRIPT), "down"], env=env, timeout=120)
+    left = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout
+    assert not left, f"SLURM daemons still running after down: {left}"
+
+
+def _run(args, env, timeout=300, **kw):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=ROOT, **kw)
+
+
+def _squeue(env, fmt="%i %T %r"):
+    return subprocess.run(["squeue", "-h", "-o", fmt], capture_output=True, text=True, env=env).stdout.split("\n")
+
+
+def _summary(text):
+    return next(line for line in text.splitlines() if "sweep summary" in line)
+
+
+def test_a_sweep_runs_its_jobs_on_slurm(cluster, tmp_path):
+    p = _run(["-m", "hydra/launcher=cluster", *FITS, "seed=0,1", "epochs=1", "arch.dense=[8]", "progress=false",
+              f"out_root={tmp_path}"], cluster)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2 runs: 2 completed, 0 resumed, 0 skipped, 0 diverged, 0 failed" in _summary(p.stdout + p.stderr)
+    results = sorted(tmp_path.glob("runs/*/relu/seed*/results.json"))
+    assert [json.loads(r.read_text())["status"] for r in results] == ["completed", "completed"]
+    assert list((tmp_path / ".submitit").iterdir())  # submitit's job folders: the jobs went through SLURM
+
+
+def test_an_unsatisfiable_request_fails_fast_and_queues_nothing(cluster, tmp_path):
+    t0 = time.time()
+    p = _run(["-m", "hydra/launcher=cluster", "hydra.launcher.gpus_per_node=0", "seed=0", "epochs=1",
+              f"out_root={tmp_path}"], cluster, timeout=60)  # the defaults: 8 CPUs, 32 GB a job
+    seconds = time.time() - t0
+    assert p.returncode != 0 and seconds < 30
+    assert "no node of the default partition can run one job as requested: 8 CPUs" in p.stderr
+    assert "hydra.launcher.cpus_per_task=" in p.stderr
+    assert _squeue(cluster) == [""]
+
+
+def _history(path):
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in json.loads(path.read_text())["history"]]
+
+
+def test_a_requeued_job_resumes_from_its_checkpoint_and_ends_as_if_uninterrupted(cluster, tmp_path):
+    """`scontrol requeue` on a running job (what preemption does): SLURM runs it again, the run resumes
+    from ckpt/last.pt, and its history equals an uninterrupted run's."""
+    args = ["epochs=40", "arch.dense=[512,512]", "threads=1", "progress=false", "seed=0"]
+    sweep = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "-m", "hydra/launcher=cluster", *FITS, *args,
+                              f"out_root={tmp_path / 'slurm'}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=cluster, cwd=ROOT)
+    deadline = time.time() + 120
+    results = None
+    while time.time() < deadline:  # requeue once three epochs are on disk
+        found = list((tmp_path / "slurm").glob("runs/*/relu/seed0-*/results.json"))
+        try:
+            if found and len(json.loads(found[0].read_text())["history"]) >= 3:
+                results = found[0]
+                break
+        except ValueError:
+            pass
+        time.sleep(0.1)
+    assert results is not None, "the job did not start"
+    ((job, state, _),) = [line.split(" ") for line in _squeue(cluster) if line]
+    assert state == "RUNNING"
+    subprocess.run(["scontrol", "requeue", job], check=True, env=cluster)
+    # A requeued job waits two minutes (BeginTime) before it may start again: once it is pending,
+    # make it eligible at once.
+    while not any(line.startswith(f"{job} PENDING") for line in _squeue(cluster)):
+        assert time.time() < deadline + 60, _squeue(cluster)
+        time.sleep(0.2)
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True, env=cluster)
+    out, _ = sweep.communicate(timeout=300)
+    assert sweep.returncode == 0, out
+    shown = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, env=cluster).stdout
+    assert "Restarts=1" in shown, shown
+    res = json.loads(results.read_text())
+    assert res["status"] == "completed" and res["resumes"] == 1 and res["resumed_from_epoch"] >= 3
+    ref = _run([*args, f"out_root={tmp_path / 'local'}"], cluster)
+    assert ref.returncode == 0, ref.stderr
+    (ref_results,) = (tmp_path / "local").glob("runs/*/relu/seed0-*/results.json")
+    assert _history(results) == _history(ref_results)
+    assert "1 runs: 0 completed, 1 resumed" in _summary(out)
