@@ -62,6 +62,23 @@ def test_stacking_round_trips_models_and_optimiser_state():
             assert torch.equal(again["state"][idx][k], v)
 
 
+def test_a_seeds_optimiser_state_is_a_copy_that_later_steps_leave_alone():
+    """Checkpoints are written on a background thread: the state handed over must not change under it
+    (Adam's step count was once the live tensor, so a resumed run took a later step count)."""
+    net = DGN(init_(Net((1, 4, 4), [], "flatten", [6], 2, stack=2), "glorot", torch.Generator().manual_seed(0)))
+    opt = torch.optim.Adam(net.parameters())
+    for _ in range(2):
+        net(torch.rand(2, 3, 1, 4, 4)).sum().backward()
+        opt.step()
+    saved = unstack_optimizer_state(opt.state_dict(), 1)
+    before = {i: {k: v.clone() for k, v in st.items()} for i, st in saved["state"].items()}
+    net(torch.rand(2, 3, 1, 4, 4)).sum().backward()
+    opt.step()
+    for i, st in saved["state"].items():
+        for k, v in st.items():
+            assert torch.equal(v, before[i][k]), k
+
+
 def test_seeds_switch_writes_each_seed_where_its_single_run_lives(tiny_root, tmp_path):
     cfg = make_cfg(["seeds=[0,1]", f"out_root={tmp_path}", "arch.dense=[16]"], tiny_root)
     dirs = seed_run_dirs(cfg)

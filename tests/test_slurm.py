@@ -71,42 +71,84 @@ def _history(path):
     return [{k: v for k, v in h.items() if k != "seconds"} for h in json.loads(path.read_text())["history"]]
 
 
-def test_a_requeued_job_resumes_from_its_checkpoint_and_ends_as_if_uninterrupted(cluster, tmp_path):
-    """`scontrol requeue` on a running job (what preemption does): SLURM runs it again, the run resumes
-    from ckpt/last.pt, and its history equals an uninterrupted run's."""
-    args = ["epochs=40", "arch.dense=[512,512]", "threads=1", "progress=false", "seed=0"]
-    sweep = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "-m", "hydra/launcher=cluster", *FITS, *args,
-                              f"out_root={tmp_path / 'slurm'}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, env=cluster, cwd=ROOT)
-    deadline = time.time() + 120
-    results = None
-    while time.time() < deadline:  # requeue once three epochs are on disk
-        found = list((tmp_path / "slurm").glob("runs/*/relu/seed0-*/results.json"))
+LONG = ["arch.dense=[512,512]", "threads=1", "progress=false", "seed=0"]  # about 0.5 s an epoch
+
+
+def _uninterrupted(cluster, out, epochs: int):
+    """The history of the LONG run trained here without SLURM, to compare interrupted runs with."""
+    ref = _run([*LONG, f"epochs={epochs}", f"out_root={out}"], cluster)
+    assert ref.returncode == 0, ref.stderr
+    (results,) = out.glob("runs/*/relu/seed0-*/results.json")
+    return _history(results)
+
+
+def _start_sweep(cluster, out_root, epochs: int, *launcher):
+    return subprocess.Popen([sys.executable, str(ROOT / "run.py"), "-m", "hydra/launcher=cluster", *FITS, *launcher,
+                             *LONG, f"epochs={epochs}", f"out_root={out_root}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=cluster, cwd=ROOT)
+
+
+def _results_after(out_root, epochs: int, timeout: float = 120):
+    """The run's results.json once ``epochs`` epochs are on disk."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = list(out_root.glob("runs/*/relu/seed0-*/results.json"))
         try:
-            if found and len(json.loads(found[0].read_text())["history"]) >= 3:
-                results = found[0]
-                break
+            if found and len(json.loads(found[0].read_text())["history"]) >= epochs:
+                return found[0]
         except ValueError:
             pass
         time.sleep(0.1)
-    assert results is not None, "the job did not start"
+    raise AssertionError("the job did not start")
+
+
+def _restart_requeued_jobs_at_once(cluster, sweep) -> None:
+    """A requeued job waits two minutes (BeginTime) before it may start again; while the sweep runs,
+    make every pending job eligible at once."""
+    while sweep.poll() is None:
+        for line in _squeue(cluster):
+            if " PENDING " in f"{line} ":
+                subprocess.run(["scontrol", "update", f"JobId={line.split()[0]}", "StartTime=now"], env=cluster,
+                               capture_output=True)
+        time.sleep(0.5)
+
+
+def _restarts(cluster, job: str) -> int:
+    shown = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, env=cluster).stdout
+    return int(shown.split("Restarts=")[1].split()[0])
+
+
+def test_a_requeued_job_resumes_from_its_checkpoint_and_ends_as_if_uninterrupted(cluster, tmp_path):
+    """`scontrol requeue` on a running job (what preemption does): SLURM runs it again, the run resumes
+    from ckpt/last.pt, and its history equals an uninterrupted run's."""
+    sweep = _start_sweep(cluster, tmp_path / "slurm", 40)
+    results = _results_after(tmp_path / "slurm", 3)
     ((job, state, _),) = [line.split(" ") for line in _squeue(cluster) if line]
     assert state == "RUNNING"
     subprocess.run(["scontrol", "requeue", job], check=True, env=cluster)
-    # A requeued job waits two minutes (BeginTime) before it may start again: once it is pending,
-    # make it eligible at once.
-    while not any(line.startswith(f"{job} PENDING") for line in _squeue(cluster)):
-        assert time.time() < deadline + 60, _squeue(cluster)
-        time.sleep(0.2)
-    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True, env=cluster)
+    _restart_requeued_jobs_at_once(cluster, sweep)
     out, _ = sweep.communicate(timeout=300)
     assert sweep.returncode == 0, out
-    shown = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, env=cluster).stdout
-    assert "Restarts=1" in shown, shown
+    assert _restarts(cluster, job) == 1
     res = json.loads(results.read_text())
     assert res["status"] == "completed" and res["resumes"] == 1 and res["resumed_from_epoch"] >= 3
-    ref = _run([*args, f"out_root={tmp_path / 'local'}"], cluster)
-    assert ref.returncode == 0, ref.stderr
-    (ref_results,) = (tmp_path / "local").glob("runs/*/relu/seed0-*/results.json")
-    assert _history(results) == _history(ref_results)
+    assert _history(results) == _uninterrupted(cluster, tmp_path / "local", 40)
     assert "1 runs: 0 completed, 1 resumed" in _summary(out)
+
+
+def test_a_job_at_its_time_limit_is_requeued_by_submitit_and_completes(cluster, tmp_path):
+    """A 1-minute limit with signal_delay_s=40 on a run of about a minute: SLURM signals the job 20 to
+    50 s in (its timer is coarse), submitit's checkpoint hook requeues it, and it resumes;
+    the requeues are counted in SLURM's Restarts."""
+    sweep = _start_sweep(cluster, tmp_path / "slurm", 110, "hydra.launcher.timeout_min=1",
+                         "hydra.launcher.signal_delay_s=40")
+    results = _results_after(tmp_path / "slurm", 1)
+    ((job, _, _),) = [line.split(" ") for line in _squeue(cluster) if line]
+    _restart_requeued_jobs_at_once(cluster, sweep)
+    out, _ = sweep.communicate(timeout=300)
+    assert sweep.returncode == 0, out
+    requeues = _restarts(cluster, job)
+    res = json.loads(results.read_text())
+    assert requeues >= 1 and res["status"] == "completed" and res["resumes"] == requeues
+    assert _history(results) == _uninterrupted(cluster, tmp_path / "local", 110)
+    print(f"time limit: job {job}, {requeues} requeue(s), resumed from epoch {res['resumed_from_epoch']}")

@@ -373,7 +373,12 @@ def stack_optimizer_state(states: list[dict]) -> dict:
 
 
 def unstack_optimizer_state(state: dict, s: int) -> dict:
-    """Seed ``s``'s optimiser state dict (as if it had been trained alone)."""
+    """Seed ``s``'s optimiser state dict (as if it had been trained alone), a copy: every tensor is
+    cloned, the step counts too (``opt.state_dict()`` hands out the live tensors, which the next step
+    changes while a checkpoint of this state may still be waiting to be written)."""
+    def own(v):
+        if not torch.is_tensor(v):
+            return v
+        return v[s].clone() if v.dim() > 0 else v.clone()
     return {"param_groups": state["param_groups"],
-            "state": {idx: {k: v[s].clone() if torch.is_tensor(v) and v.dim() > 0 else v for k, v in st.items()}
-                      for idx, st in state["state"].items()}}
+            "state": {idx: {k: own(v) for k, v in st.items()} for idx, st in state["state"].items()}}
