@@ -71,12 +71,12 @@ def _history(path):
     return [{k: v for k, v in h.items() if k != "seconds"} for h in json.loads(path.read_text())["history"]]
 
 
-LONG = ["arch.dense=[512,512]", "threads=1", "progress=false", "seed=0"]  # about 0.5 s an epoch
+LONG = ["arch.dense=[512,512]", "threads=1", "progress=false"]  # about 0.5 s an epoch
 
 
 def _uninterrupted(cluster, out, epochs: int):
     """The history of the LONG run trained here without SLURM, to compare interrupted runs with."""
-    ref = _run([*LONG, f"epochs={epochs}", f"out_root={out}"], cluster)
+    ref = _run([*LONG, "seed=0", f"epochs={epochs}", f"out_root={out}"], cluster)
     assert ref.returncode == 0, ref.stderr
     (results,) = out.glob("runs/*/relu/seed0-*/results.json")
     return _history(results)
@@ -84,7 +84,7 @@ def _uninterrupted(cluster, out, epochs: int):
 
 def _start_sweep(cluster, out_root, epochs: int, *launcher):
     return subprocess.Popen([sys.executable, str(ROOT / "run.py"), "-m", "hydra/launcher=cluster", *FITS, *launcher,
-                             *LONG, f"epochs={epochs}", f"out_root={out_root}"], stdout=subprocess.PIPE,
+                             *LONG, "seed=0", f"epochs={epochs}", f"out_root={out_root}"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=cluster, cwd=ROOT)
 
 
@@ -152,3 +152,31 @@ def test_a_job_at_its_time_limit_is_requeued_by_submitit_and_completes(cluster, 
     assert requeues >= 1 and res["status"] == "completed" and res["resumes"] == requeues
     assert _history(results) == _uninterrupted(cluster, tmp_path / "local", 110)
     print(f"time limit: job {job}, {requeues} requeue(s), resumed from epoch {res['resumed_from_epoch']}")
+
+
+def test_a_cancelled_job_is_reported_with_its_reason_and_a_rerun_finishes_it(cluster, tmp_path):
+    """`scancel` on one running job of a two-job sweep: the sweep still ends, its summary lists that
+    run as failed with SLURM's state as the reason; the same sweep again finishes it (resumed) and
+    does not train the completed run twice."""
+    args = ["-m", "hydra/launcher=cluster", *FITS, *LONG, "epochs=30", "seed=0,1", f"out_root={tmp_path}"]
+    sweep = subprocess.Popen([sys.executable, str(ROOT / "run.py"), *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=cluster, cwd=ROOT)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # both array tasks running, seed 1 with two epochs on disk
+        found = list(tmp_path.glob("runs/*/relu/seed1-*/results.json"))
+        try:
+            if found and len(json.loads(found[0].read_text())["history"]) >= 2:
+                break
+        except ValueError:
+            pass
+        time.sleep(0.1)
+    jobs = dict(line.split(" ")[:2] for line in _squeue(cluster, "%i %T") if line)
+    (seed1_job,) = [j for j in jobs if j.endswith("_1")]  # array task 1 is the second override: seed=1
+    subprocess.run(["scancel", seed1_job], check=True, env=cluster)
+    out, _ = sweep.communicate(timeout=300)
+    assert sweep.returncode == 0, out
+    summary = out[out.index("sweep summary"):]
+    assert "2 runs: 1 completed, 0 resumed, 0 skipped, 0 diverged, 1 failed" in summary
+    assert "seed=1" in summary and f"SLURM job {seed1_job} ended without a result: CANCELLED" in summary, summary
+    again = _run(args, cluster)
+    assert "2 runs: 0 completed, 1 resumed, 1 skipped, 0 diverged, 0 failed" in _summary(again.stdout + again.stderr)

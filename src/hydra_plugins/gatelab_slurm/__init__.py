@@ -8,10 +8,13 @@ except ImportError:  # hydra-submitit-launcher absent: `pip install -e '.[cluste
 if _SubmititSlurm is not None:
     class SlurmLauncher(_SubmititSlurm):
         """hydra-submitit-launcher's SLURM launcher, which first checks that some node of the
-        partition can hold one job as requested (:func:`gatelab.slurm.check_request`)."""
+        partition can hold one job as requested (:func:`gatelab.slurm.check_request`), and reports
+        a job that ends without a result instead of stopping the sweep
+        (:func:`gatelab.slurm.report_unfinished_jobs`)."""
 
         def launch(self, job_overrides, initial_job_idx):
-            from gatelab.slurm import check_request, cluster_nodes
+            from gatelab.slurm import check_request, cluster_nodes, report_unfinished_jobs
 
             check_request(self.params, cluster_nodes(self.params.get("partition")))
-            return super().launch(job_overrides, initial_job_idx)
+            with report_unfinished_jobs(str(self.config.out_root)):
+                return super().launch(job_overrides, initial_job_idx)
