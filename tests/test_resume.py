@@ -31,23 +31,28 @@ def _same_run(a, b):
     return ra, rb
 
 
-def test_a_failed_run_is_resumed_and_matches_an_uninterrupted_one(tiny_root, tmp_path, monkeypatch):
-    over = ["regime=dlnpf", "arch.dense=[16,16]", "epochs=4", "optimizer=adam"]
-    train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
+def _cut_at_evaluation(monkeypatch, n: int, cfg, run_dir) -> None:
+    """Train until the node dies during the ``n``-th evaluation (epoch n); evaluation works again after."""
     real_evaluate = train_mod.evaluate
     calls = {"n": 0}
 
-    def flaky(*a, **k):  # the node dies during epoch 3's evaluation
+    def flaky(*a, **k):
         calls["n"] += 1
-        if calls["n"] == 3:
+        if calls["n"] == n:
             raise RuntimeError("node lost")
         return real_evaluate(*a, **k)
     monkeypatch.setattr(train_mod, "evaluate", flaky)
     with pytest.raises(RuntimeError, match="node lost"):
-        train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+        train(cfg, run_dir)
+    monkeypatch.setattr(train_mod, "evaluate", real_evaluate)
+
+
+def test_a_failed_run_is_resumed_and_matches_an_uninterrupted_one(tiny_root, tmp_path, monkeypatch):
+    over = ["regime=dlnpf", "arch.dense=[16,16]", "epochs=4", "optimizer=adam"]
+    train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
+    _cut_at_evaluation(monkeypatch, 3, make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
     saved = json.loads((tmp_path / "cut" / "results.json").read_text())
     assert saved["status"] == "failed" and len(saved["history"]) == 2
-    monkeypatch.setattr(train_mod, "evaluate", real_evaluate)
     res = train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
     assert res["resumed_from_epoch"] == 2 and res["resumes"] == 1
     _same_run(tmp_path / "ref", tmp_path / "cut")
@@ -109,18 +114,8 @@ def test_checkpoint_every_n_epochs_writes_less_and_resumes_identically(tiny_root
     assert _strip(every_epoch["history"]) == _strip(ref["history"])  # the checkpoint schedule changes nothing
     every_best = checkpoints.load(tmp_path / "every" / "ckpt" / "best.pt")["model"]
     assert all(torch.equal(best["model"][k], v) for k, v in every_best.items())
-    real_evaluate = train_mod.evaluate
-    calls = {"n": 0}
-
-    def flaky(*a, **k):  # dies in epoch 4, after the checkpoint of epoch 2
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise RuntimeError("node lost")
-        return real_evaluate(*a, **k)
-    monkeypatch.setattr(train_mod, "evaluate", flaky)
-    with pytest.raises(RuntimeError, match="node lost"):
-        train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
-    monkeypatch.setattr(train_mod, "evaluate", real_evaluate)
+    # dies in epoch 4, after the checkpoint of epoch 2
+    _cut_at_evaluation(monkeypatch, 4, make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
     res = train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
     assert res["resumed_from_epoch"] == 2
     _same_run(tmp_path / "ref", tmp_path / "cut")
