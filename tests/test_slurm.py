@@ -62,6 +62,7 @@ def test_an_unsatisfiable_request_fails_fast_and_queues_nothing(cluster, tmp_pat
               f"out_root={tmp_path}"], cluster, timeout=60)  # the defaults: 8 CPUs, 32 GB a job
     seconds = time.time() - t0
     assert p.returncode != 0 and seconds < 30
+    print(f"unsatisfiable: refused in {seconds:.1f} s: {p.stderr.strip().splitlines()[-1][:160]}")
     assert "no node of the default partition can run one job as requested: 8 CPUs" in p.stderr
     assert "hydra.launcher.cpus_per_task=" in p.stderr
     assert _squeue(cluster) == [""]
@@ -132,6 +133,8 @@ def test_a_requeued_job_resumes_from_its_checkpoint_and_ends_as_if_uninterrupted
     assert _restarts(cluster, job) == 1
     res = json.loads(results.read_text())
     assert res["status"] == "completed" and res["resumes"] == 1 and res["resumed_from_epoch"] >= 3
+    print(f"requeue: job {job} RUNNING -> requeued (PENDING BeginTime) -> ran again, 1 requeue, "
+          f"resumed from epoch {res['resumed_from_epoch']}; history equal to the uninterrupted run's")
     assert _history(results) == _uninterrupted(cluster, tmp_path / "local", 40)
     assert "1 runs: 0 completed, 1 resumed" in _summary(out)
 
@@ -178,5 +181,7 @@ def test_a_cancelled_job_is_reported_with_its_reason_and_a_rerun_finishes_it(clu
     summary = out[out.index("sweep summary"):]
     assert "2 runs: 1 completed, 0 resumed, 0 skipped, 0 diverged, 1 failed" in summary
     assert "seed=1" in summary and f"SLURM job {seed1_job} ended without a result: CANCELLED" in summary, summary
+    print(f"cancel: jobs {sorted(jobs)} RUNNING, scancel {seed1_job}; summary: {summary.splitlines()[0]}")
     again = _run(args, cluster)
     assert "2 runs: 0 completed, 1 resumed, 1 skipped, 0 diverged, 0 failed" in _summary(again.stdout + again.stderr)
+    print(f"cancel, rerun: {_summary(again.stdout + again.stderr)}")
