@@ -9,7 +9,7 @@ DIR=${GATELAB_SLURM_DIR:-/tmp/gatelab-slurm}
 HOST=$(hostname -s)
 CPUS=$(nproc)
 MEM_MB=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
-PORT=${GATELAB_SLURM_PORT:-16817}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 
 stop_pidfile() { [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true; rm -f "$1"; }
 
@@ -30,11 +30,13 @@ up() {
   [ -f "$DIR/munge.key" ] || { dd if=/dev/urandom of="$DIR/munge.key" bs=1024 count=1 status=none; chmod 400 "$DIR/munge.key"; }
   munged --force --key-file="$DIR/munge.key" --socket="$DIR/munge.sock" --pid-file="$DIR/munged.pid" \
     --log-file="$DIR/log/munged.log" --seed-file="$DIR/munged.seed"
+  local ctld_port=${GATELAB_SLURM_PORT:-$(free_port)} slurmd_port
+  slurmd_port=$(free_port)
   cat > "$DIR/slurm.conf" <<CONF
 ClusterName=gatelab
 SlurmctldHost=$HOST
-SlurmctldPort=$PORT
-SlurmdPort=$((PORT + 1))
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -67,11 +69,11 @@ CONF
   export SLURM_CONF="$DIR/slurm.conf"
   slurmctld -i -f "$SLURM_CONF"
   slurmd -f "$SLURM_CONF"
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     sinfo -h -o %T 2>/dev/null | grep -qE "^(idle|mixed|allocated)" && { echo "export SLURM_CONF=$SLURM_CONF"; return 0; }
     sleep 0.2
   done
-  echo "slurm_local: the node did not come up; see $DIR/log" >&2; sinfo >&2 || true; exit 4
+  echo "slurm_local: the node did not come up in 60 s; see $DIR/log" >&2; sinfo >&2 || true; down; exit 4
 }
 
 case "${1:-}" in

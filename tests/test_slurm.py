@@ -21,14 +21,16 @@ def cluster(tmp_path_factory):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     state = tmp_path_factory.mktemp("slurm")
     env = {**os.environ, "GATELAB_SLURM_DIR": str(state)}
-    up = subprocess.run(["bash", str(SCRIPT), "up"], capture_output=True, text=True, env=env, timeout=120)
-    if up.returncode == 3:
-        pytest.skip(f"SLURM not installed: {up.stderr.strip()}")
-    assert up.returncode == 0, up.stdout + up.stderr
-    env["SLURM_CONF"] = str(state / "slurm.conf")
-    env["GATELAB_DATA"] = str(write_tiny_data(state / "data", n_train=6000, n_test=200))
-    yield env
-    subprocess.run(["bash", str(SCRIPT), "down"], env=env, timeout=120)
+    try:
+        up = subprocess.run(["bash", str(SCRIPT), "up"], capture_output=True, text=True, env=env, timeout=120)
+        if up.returncode == 3:
+            pytest.skip(f"SLURM not installed: {up.stderr.strip()}")
+        assert up.returncode == 0, up.stdout + up.stderr
+        env["SLURM_CONF"] = str(state / "slurm.conf")
+        env["GATELAB_DATA"] = str(write_tiny_data(state / "data", n_train=6000, n_test=200))
+        yield env
+    finally:  # also when `up` failed half-way: nothing may outlive the tests
+        subprocess.run(["bash", str(SCRIPT), "down"], env=env, timeout=120)
     left = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout
     assert not left, f"SLURM daemons still running after down: {left}"
 
