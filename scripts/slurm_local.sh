@@ -7,7 +7,7 @@
 set -euo pipefail
 DIR=${GATELAB_SLURM_DIR:-/tmp/gatelab-slurm}
 HOST=$(hostname -s)
-CPUS=$(nproc)
+CPUS=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 MEM_MB=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 
