@@ -17,8 +17,10 @@ down() {
   stop_pidfile "$DIR/slurmd.pid"; stop_pidfile "$DIR/slurmctld.pid"
   [ -S "$DIR/munge.sock" ] && munged --stop --socket="$DIR/munge.sock" >/dev/null 2>&1 || true
   stop_pidfile "$DIR/munged.pid"
-  for _ in $(seq 50); do pgrep -f "$DIR/slurm.conf" >/dev/null || break; sleep 0.1; done
-  pkill -9 -f "$DIR/slurm.conf" 2>/dev/null || true
+  pkill -f "$DIR/spool/" 2>/dev/null || true  # job scripts that outlive their slurmstepd
+  for _ in $(seq 50); do pgrep -f "$DIR/" >/dev/null || break; sleep 0.1; done
+  pkill -9 -f "$DIR/" 2>/dev/null || true
+  for _ in $(seq 50); do pgrep -f "$DIR/" >/dev/null || break; sleep 0.1; done
 }
 
 up() {
