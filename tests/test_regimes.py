@@ -87,7 +87,7 @@ def test_dependent_init_at_step_zero_is_the_relu_net(cfg_factory, relu_source):
     """FRNPF-DI at initialisation computes exactly what the ReLU net of the same seed computes."""
     _, data, di = _model(cfg_factory, "frnpf_di", relu_source)
     _, _, relu = _model(cfg_factory, "relu", relu_source)
-    x = data_mod.Split.scale(data.test.x[:20])
+    x = data.test.scale(data.test.x[:20])
     with torch.no_grad():
         torch.testing.assert_close(di(x), relu(x), rtol=0, atol=0)
 
@@ -105,7 +105,7 @@ def test_relu_regime_equals_a_plain_relu_network(cfg_factory, relu_source):
     v = model.value
     plain = nn.Sequential(nn.Flatten(), *sum(([copy.deepcopy(l), nn.ReLU()] for l in v.hidden), []),
                           copy.deepcopy(v.head))
-    x = data_mod.Split.scale(data.test.x)
+    x = data.test.scale(data.test.x)
     with torch.no_grad():
         torch.testing.assert_close(model(x), plain(x), rtol=0, atol=0)
     # and its gradients are those of the plain net
@@ -122,7 +122,7 @@ def test_flnpf_gates_are_the_source_relu_gates(cfg_factory, relu_source):
     relu_cfg = cfg_factory("regime=relu", "seed=9")
     relu, _ = regimes.build_model(relu_cfg, data.in_shape, data.out_dim)
     relu.load_state_dict(src["model"])
-    x = data_mod.Split.scale(data.test.x)
+    x = data.test.scale(data.test.x)
     for g_flnpf, g_relu in zip(kernels.gates(model, x), kernels.gates(relu, x)):
         assert torch.equal(g_flnpf, g_relu)
     # Θv0 is a fresh random draw, independent of the source's values and of its initialisation
@@ -158,7 +158,7 @@ def test_flnpf_refuses_a_mismatched_or_missing_source(cfg_factory, relu_source, 
 def test_dgn_paper_names_are_the_npf_paper_networks(cfg_factory, relu_source, regime, same_as, extra):
     _, data, a = _model(cfg_factory, regime, relu_source, "regime.eps=0.1")
     _, _, b = _model(cfg_factory, same_as, relu_source, "regime.eps=0.1", *extra)
-    x = data_mod.Split.scale(data.test.x)
+    x = data.test.scale(data.test.x)
     with torch.no_grad():
         torch.testing.assert_close(a(x), b(x), rtol=0, atol=0)
 
@@ -175,7 +175,7 @@ def test_soft_relu_and_dln_are_the_ordinary_network_with_another_gate(cfg_factor
     _, data, soft = _model(cfg_factory, "soft_relu", relu_source, "regime.beta=8", "regime.eps=0.4")
     _, _, dln = _model(cfg_factory, "dln", relu_source)
     v = soft.value
-    x = data_mod.Split.scale(data.test.x[:10])
+    x = data.test.scale(data.test.x[:10])
     z = x.flatten(1)
     zl = x.flatten(1)
     for layer in v.hidden:
@@ -193,7 +193,7 @@ def test_soft_galu_gating_network_is_itself_gated_and_dlnpf_keeps_relu(cfg_facto
     DLNPF's feature network is a ReLU network (paper 001's code)."""
     for regime, act in (("soft_galu", lambda q, g: q * g), ("dlnpf", lambda q, g: torch.relu(q))):
         cfg, data, model = _model(cfg_factory, regime, relu_source)
-        x = data_mod.Split.scale(data.test.x[:7]).flatten(1)
+        x = data.test.scale(data.test.x[:7]).flatten(1)
         beta, eps = cfg.regime.beta, cfg.regime.eps
         zf, zv = x, x
         with torch.no_grad():

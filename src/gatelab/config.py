@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -52,6 +52,14 @@ class Pool(StrEnum):
 class Init(StrEnum):
     glorot = "glorot"  # Keras default: Glorot-uniform weights, zero biases (paper 001 code)
     torch = "torch"  # PyTorch's default layer init
+    gaussian = "gaussian"  # N(0, arch.init_std^2) weights, zero biases (paper 004 §5)
+
+
+class Normalize(StrEnum):
+    """Input scaling of the uint8 pixels (after ``grayscale``), applied on the fly on the device."""
+    unit = "unit"  # x/255 in [0,1] (papers 001/002 and their code)
+    pm1 = "pm1"  # 2x/255 - 1 in [-1,1]
+    standardize = "standardize"  # (x - mean)/std, one mean and std over all pixels of the training split
 
 
 class Gate(StrEnum):
@@ -109,6 +117,11 @@ class DatasetConfig:
     classes: Optional[List[int]] = None  # binary: [negative digit, positive digit]
     limit_train: Optional[int] = None  # first N examples (class-balanced)
     limit_test: Optional[int] = None
+    # Classes merged into groups, class i = group i (paper 004: [[0,3],[1,2]], airplane+cat vs
+    # automobile+bird); other classes dropped; limit_train balances the source classes.
+    class_groups: Optional[List[List[int]]] = later(None)
+    grayscale: bool = later(False)  # luma 0.299R + 0.587G + 0.114B, one channel
+    normalize: Normalize = later(Normalize.unit)
 
 
 @dataclass
@@ -119,6 +132,7 @@ class ArchConfig:
     dense: List[int] = field(default_factory=list)  # hidden dense widths
     bias: bool = True
     init: Init = Init.glorot
+    init_std: Optional[float] = later(None)  # init=gaussian: the weights' standard deviation (sigma_0)
 
 
 @dataclass
@@ -150,6 +164,17 @@ class OptimizerConfig:
 
 
 @dataclass
+class ImpConfig:
+    """Iterative magnitude pruning (Frankle & Carbin; paper 004 §5, Fig 5): round r (1..rounds)
+    trains from the same initialisation with the weights of W1 and W2 (biases kept) pruned
+    globally by magnitude from round r-1's final weights (round 0: the dense run) to the
+    cumulative sparsity 1-(1-sparsity)^(r/rounds). See :mod:`gatelab.pruning`."""
+    sparsity: Optional[float] = None  # None: dense, no pruning
+    rounds: int = 3
+    round: int = 0
+
+
+@dataclass
 class LoggerConfig:
     name: Logger = Logger.none
     project: str = "gatelab"
@@ -172,6 +197,9 @@ class Config:
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N | mps
     eval_batch_size: int = 2048
     checkpoint_epochs: List[int] = field(default_factory=list)  # extra ckpt/epoch_<N>.pt (FLNPF stages; 0 = init)
+    # extra ckpt/step_<t>.pt after t optimiser steps (0 = init), for the early times of paper 004
+    checkpoint_steps: List[int] = later(factory=list)
+    imp: ImpConfig = later(factory=ImpConfig)
     # last.pt (and best.pt, kept in memory between) every N epochs and at the end; a preempted run
     # replays at most N-1 epochs. Not part of the run key: it changes no result.
     checkpoint_every: int = 1
@@ -199,6 +227,16 @@ def validate(cfg: Any) -> None:
         n = ds[key]
         if n is not None and n <= 0:
             raise ConfigError(f"dataset.{key} must be positive, got {n}")
+    groups = ds.get("class_groups")
+    if groups is not None:
+        flat = [c for g in groups for c in g]
+        if ds.task != Task.classification or len(groups) != ds.num_classes or any(len(g) == 0 for g in groups):
+            raise ConfigError(f"dataset.class_groups={plain_list(groups)} needs task=classification and "
+                              f"num_classes={len(groups)} (one output per non-empty group)")
+        if len(set(flat)) != len(flat):
+            raise ConfigError(f"dataset.class_groups={plain_list(groups)} lists a class twice")
+    if arch.get("init") == Init.gaussian and not (arch.get("init_std") or 0) > 0:
+        raise ConfigError("arch.init=gaussian needs arch.init_std > 0 (the weights' standard deviation)")
     if not arch.conv_channels and not arch.dense:
         raise ConfigError("arch needs at least one hidden layer (conv_channels or dense)")
     if any(w <= 0 for w in list(arch.conv_channels) + list(arch.dense)):
@@ -236,3 +274,22 @@ def validate(cfg: Any) -> None:
         raise ConfigError(f"epochs must be positive, got {cfg.epochs}")
     if cfg.checkpoint_every <= 0:
         raise ConfigError(f"checkpoint_every must be positive, got {cfg.checkpoint_every}")
+    if any(t < 0 for t in cfg.get("checkpoint_steps") or []):
+        raise ConfigError(f"checkpoint_steps must be >= 0, got {plain_list(cfg.checkpoint_steps)}")
+    imp = cfg.get("imp")
+    if imp is not None and imp.sparsity is not None:
+        if not 0 < imp.sparsity < 1:
+            raise ConfigError(f"imp.sparsity must be in (0, 1), got {imp.sparsity}")
+        if not 1 <= imp.round <= imp.rounds:
+            raise ConfigError(f"imp.round must be in 1..imp.rounds={imp.rounds}, got {imp.round}")
+        if not reg.tied or len(arch.dense) != 1 or arch.conv_channels:
+            raise ConfigError("imp (iterative magnitude pruning) is for one-hidden-layer tied nets "
+                              "(arch=fc with one dense layer, a tied regime such as relu)")
+    elif imp is not None and imp.round:
+        raise ConfigError(f"imp.round={imp.round} needs imp.sparsity")
+
+
+
+def plain_list(v: Any) -> Any:
+    """A list config value as plain lists, for messages."""
+    return OmegaConf.to_container(v) if OmegaConf.is_config(v) else v

@@ -1,8 +1,10 @@
 """Datasets held on the device as uint8 tensors, batched without per-sample Python.
 
 Cache format (shared with ``../shared/data``): ``<root>/<source>.npz`` with uint8 arrays
-``x_train, y_train, x_test, y_test``, images NHWC ((N,28,28) for MNIST). Inputs are scaled
-to [0,1] on the fly, no mean/std normalisation, no augmentation (paper 001 §6.1 and code).
+``x_train, y_train, x_test, y_test``, images NHWC ((N,28,28) for MNIST). Inputs are scaled on the
+fly by ``dataset.normalize`` (default ``unit``: x/255, no mean/std, no augmentation: paper 001 §6.1
+and code). ``dataset.grayscale`` stores float luma; ``dataset.class_groups`` merges classes
+(paper 004: CIFAR-10 airplane+cat vs automobile+bird).
 """
 from __future__ import annotations
 
@@ -93,19 +95,28 @@ def first_balanced(y: np.ndarray, n: Optional[int]) -> np.ndarray:
     return idx
 
 
+LUMA = (0.299, 0.587, 0.114)  # ITU-R 601 luma weights of R, G, B
+
+
 @dataclass
 class Split:
-    """One split on the device: ``x`` uint8 (N,C,H,W), ``y`` int64 labels or float +-1 targets."""
+    """One split on the device: ``x`` uint8 (N,C,H,W) (float luma when grayscale), ``y`` int64
+    labels or float +-1 targets; the network sees ``(x - shift) / div``."""
 
     x: torch.Tensor
     y: torch.Tensor
+    shift: float = 0.0
+    div: float = 255.0
 
     def __len__(self) -> int:
         return self.x.shape[0]
 
-    @staticmethod
-    def scale(xb: torch.Tensor) -> torch.Tensor:
-        return xb.float().div_(255.0)
+    def scale(self, xb: torch.Tensor) -> torch.Tensor:
+        """Network inputs from stored examples ``xb`` (fp32, a new tensor)."""
+        z = xb.float() if xb.dtype == torch.uint8 else xb.clone()
+        if self.shift:
+            z.sub_(self.shift)
+        return z.div_(self.div)
 
     def batches(self, batch_size: int, generator: Optional[torch.Generator] = None,
                 shuffle: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -144,31 +155,66 @@ class Data:
     task: str
 
 
-def _split(x: np.ndarray, y: np.ndarray, task: str, classes, limit: Optional[int], device) -> Split:
-    if task == "binary":
-        keep = np.isin(y, classes)
+def _split(x: np.ndarray, y: np.ndarray, ds_cfg, limit: Optional[int], device) -> Split:
+    """The examples of one split that ``ds_cfg`` keeps (binary classes, class groups; the first
+    ``limit``, balanced over the source classes), NCHW on ``device``, unscaled."""
+    task, classes, groups = ds_cfg.task, ds_cfg.classes, ds_cfg.get("class_groups")
+    kept = classes if task == "binary" else [c for g in groups for c in g] if groups is not None else None
+    if kept is not None:
+        keep = np.isin(y, list(kept))
         x, y = x[keep], y[keep]
     idx = first_balanced(y, limit)
     x, y = x[idx], y[idx]
     if x.ndim == 3:
         x = x[:, :, :, None]
+    if ds_cfg.get("grayscale"):
+        if x.shape[-1] != 3:
+            raise ValueError(f"dataset.grayscale=true needs RGB images; {ds_cfg.source} has {x.shape[-1]} channel(s)")
+        x = (x.astype(np.float32) @ np.asarray(LUMA, dtype=np.float32))[..., None]
     xt = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2))).to(device)
     if task == "binary":
         yt = torch.from_numpy(np.where(y == classes[1], 1.0, -1.0).astype(np.float32)).to(device)
+    elif groups is not None:
+        group_of = np.full(256, -1, dtype=np.int64)
+        for i, g in enumerate(groups):
+            group_of[list(g)] = i
+        yt = torch.from_numpy(group_of[y]).to(device)
     else:
         yt = torch.from_numpy(y.astype(np.int64)).to(device)
     return Split(xt, yt)
+
+
+def normalizer(kind: str, train_x: torch.Tensor) -> tuple[float, float]:
+    """``(shift, div)`` of ``dataset.normalize`` for pixels in [0,255] (standardize: from the
+    training split's pixels, one mean and one standard deviation)."""
+    if kind == "unit":
+        return 0.0, 255.0
+    if kind == "pm1":
+        return 127.5, 127.5
+    if kind == "standardize":
+        x = train_x.double()
+        std = float(x.std())
+        if not std > 0:
+            raise ValueError("dataset.normalize=standardize: the training pixels have no spread")
+        return float(x.mean()), std
+    raise ValueError(f"unknown dataset.normalize {kind!r}")
 
 
 def load(ds_cfg, data_cfg, device) -> Data:
     """Load the dataset of ``ds_cfg`` (:class:`gatelab.config.DatasetConfig`) onto ``device``."""
     arrays = load_arrays(ds_cfg.source, data_cfg.root, data_cfg.download)
     classes = list(ds_cfg.classes) if ds_cfg.classes is not None else None
-    if ds_cfg.task == "binary":
-        present = set(np.unique(arrays["y_train"]).tolist())
-        if not set(classes) <= present:
-            raise ValueError(f"dataset.classes={classes} not all present in {ds_cfg.source} labels {sorted(present)}")
-    train = _split(arrays["x_train"], arrays["y_train"], ds_cfg.task, classes, ds_cfg.limit_train, device)
-    test = _split(arrays["x_test"], arrays["y_test"], ds_cfg.task, classes, ds_cfg.limit_test, device)
+    wanted = classes if ds_cfg.task == "binary" else \
+        [c for g in ds_cfg.class_groups for c in g] if ds_cfg.get("class_groups") is not None else []
+    present = set(np.unique(arrays["y_train"]).tolist())
+    if not set(wanted) <= present:
+        key = "classes" if ds_cfg.task == "binary" else "class_groups"
+        raise ValueError(f"dataset.{key}: classes {sorted(set(wanted) - present)} are not in {ds_cfg.source}'s "
+                         f"labels {sorted(present)}")
+    train = _split(arrays["x_train"], arrays["y_train"], ds_cfg, ds_cfg.limit_train, device)
+    test = _split(arrays["x_test"], arrays["y_test"], ds_cfg, ds_cfg.limit_test, device)
+    shift, div = normalizer(ds_cfg.get("normalize") or "unit", train.x)
+    for split in (train, test):
+        split.shift, split.div = shift, div
     out_dim = 1 if ds_cfg.task == "binary" else ds_cfg.num_classes
     return Data(train, test, tuple(train.x.shape[1:]), out_dim, ds_cfg.task)

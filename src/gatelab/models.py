@@ -113,12 +113,17 @@ def build_net(arch, in_shape: tuple, out_dim: int, stack: Optional[int] = None) 
     return Net(tuple(in_shape), list(arch.conv_channels), arch.pool, list(arch.dense), out_dim, arch.bias, stack)
 
 
-def init_(net: Net, scheme: str, generator: torch.Generator) -> Net:
+def init_(net: Net, scheme: str, generator: torch.Generator, std: Optional[float] = None) -> Net:
     """Initialise in place from ``generator``: ``glorot`` = Keras default (Glorot-uniform weights,
-    zero biases; paper 001 code), ``torch`` = PyTorch's default layer init."""
+    zero biases; paper 001 code), ``torch`` = PyTorch's default layer init, ``gaussian`` = N(0, std²)
+    weights in every layer, zero biases (paper 004 §5: small initialisation)."""
     with torch.no_grad():
         for m in list(net.hidden) + [net.head]:
-            if scheme == "glorot":
+            if scheme == "gaussian":
+                nn.init.normal_(m.weight, 0.0, std, generator=generator)
+                if m.bias is not None:
+                    m.bias.zero_()
+            elif scheme == "glorot":
                 nn.init.xavier_uniform_(m.weight, generator=generator)
                 if m.bias is not None:
                     m.bias.zero_()

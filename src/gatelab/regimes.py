@@ -111,10 +111,10 @@ def build_model(cfg, in_shape: tuple, out_dim: int, source: Optional[Path] = Non
     if needs_source(cfg):  # checked before anything is drawn or trained
         source_state, info["source_checkpoint"] = load_source(cfg, in_shape, out_dim, source)
     gen = init_generator(cfg.seed, SOURCE_VALUE_STREAM if needs_source(cfg) else INIT_STREAM)
-    value = init_(build_net(arch, in_shape, out_dim), arch.init, gen)
+    value = init_(build_net(arch, in_shape, out_dim), arch.init, gen, arch.get("init_std"))
     feature = None
     if not regime.tied:
-        feature = init_(build_net(arch, in_shape, out_dim), arch.init, gen)  # independent draw
+        feature = init_(build_net(arch, in_shape, out_dim), arch.init, gen, arch.get("init_std"))  # independent
         init_feature(regime, feature, value, source_state)
         for name, p in feature.named_parameters():
             # The feature net's head is never used; its hidden layers train only in learning regimes.

@@ -31,6 +31,6 @@ def model_at(cfg, directory: Path, epoch: int, data):
 
 
 def examples(data, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first ``n`` training examples, balanced over classes, scaled to [0, 1]."""
+    """The first ``n`` training examples, balanced over classes, scaled as the network sees them."""
     idx = torch.from_numpy(data_mod.first_balanced(data.train.y.cpu().numpy(), n))
-    return data_mod.Split.scale(data.train.x[idx]), data.train.y[idx]
+    return data.train.scale(data.train.x[idx]), data.train.y[idx]

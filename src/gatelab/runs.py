@@ -27,7 +27,8 @@ from .results import RESULTS, read_results
 
 # Keys that determine a run's result. Not: device, data root, progress bars, threads, out_root,
 # compile (same numbers up to reassociation).
-IDENTITY = ("dataset", "arch", "regime", "optimizer", "seed", "epochs", "checkpoint_epochs", "amp")
+IDENTITY = ("dataset", "arch", "regime", "optimizer", "seed", "epochs", "checkpoint_epochs", "amp",
+            "checkpoint_steps", "imp")
 SCHEMA = Config  # the dataclass whose field metadata says which fields were added later
 
 
@@ -87,6 +88,9 @@ def cell_name(cfg) -> str:
 
 def run_subdir(cfg) -> str:
     regime = cfg["regime"]["name"]
+    imp = cfg.get("imp")
+    if imp is not None and imp.get("sparsity") is not None:  # an IMP round beside its dense run
+        regime += f"-imp{imp['sparsity']:g}-r{imp['round']}"
     if cfg.get("seeds"):  # a seed-batched job: its log goes here, each seed's results to its own run_dir
         seeds = "-".join(map(str, cfg["seeds"]))
         return f"runs/{cell_name(cfg)}/{regime}/seeds{seeds}-{run_key(cfg)}"

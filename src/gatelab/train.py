@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
-from . import checkpoints, data as data_mod, regimes
+from . import checkpoints, data as data_mod, pruning, regimes
 from .config import validate
 from .models import stack_models, unstack_state
 from .results import RESULTS, RESULTS_VERSION, environment, finished_results, resolve_device
@@ -91,26 +91,37 @@ def train(cfg, run_dir: Path) -> dict:
     return train_seeds(cfg, {int(cfg.seed): Path(run_dir)})[int(cfg.seed)]
 
 
+def prerequisite(cfg):
+    """The config of the run that this run is made from, trained first when it is missing: the ReLU
+    run of an FLNPF run with ``regime.source=auto``, the previous round of an IMP round; else None."""
+    if regimes.needs_source(cfg) and cfg.regime.source == "auto":
+        return regimes.relu_twin(cfg)
+    if pruning.active(cfg):
+        return pruning.parent(cfg)
+    return None
+
+
 def train_runs(cfg, run_dirs: dict) -> dict:
     """What ``python run.py`` does: :func:`train_seeds` (all seeds stacked, or one after another with
-    ``stack_seeds=false``), after training any missing ReLU source of an FLNPF run with
-    ``regime.source=auto`` (the ReLU run of the same cell and seeds), or reusing it."""
+    ``stack_seeds=false``), after training the :func:`prerequisite` runs that are missing (the same
+    cell and seeds), or reusing them."""
     if not cfg.stack_seeds and len(run_dirs) > 1:
         return {s: r for seed, d in run_dirs.items() for s, r in train_runs(cfg, {seed: d}).items()}
-    if regimes.needs_source(cfg) and cfg.regime.source == "auto":
-        twin = regimes.relu_twin(cfg)
-        twin_dirs = {s: run_dir_of(OmegaConf.merge(twin, {"seed": s, "seeds": None})) for s in run_dirs}
-        missing = {s: d for s, d in twin_dirs.items() if finished_results(d) is None}
-        for s, d in twin_dirs.items():
+    first = prerequisite(cfg)
+    if first is not None:
+        first_dirs = {s: run_dir_of(OmegaConf.merge(first, {"seed": s, "seeds": None})) for s in run_dirs}
+        missing = {s: d for s, d in first_dirs.items() if finished_results(d) is None}
+        for s, d in first_dirs.items():
             if s not in missing:
-                log.info("seed %d: reusing the ReLU source %s", s, d)
+                log.info("seed %d: reusing the prerequisite run %s", s, d)
         if missing:
-            log.info("seeds %s: the ReLU source run is missing; training it first in %s", sorted(missing),
+            log.info("seeds %s: the prerequisite run is missing; training it first in %s", sorted(missing),
                      ", ".join(map(str, missing.values())))
-            done = train_seeds(twin, missing)
+            done = train_runs(first, missing)
             bad = {s: r["status"] for s, r in done.items() if r["status"] != "completed"}
             if bad:
-                raise RuntimeError(f"the ReLU source runs of seeds {bad} did not complete; FLNPF cannot start")
+                raise RuntimeError(f"the prerequisite runs of seeds {bad} did not complete; "
+                                   f"{cfg.regime.name} cannot start")
     return train_seeds(cfg, run_dirs)
 
 
@@ -160,6 +171,8 @@ def _train_todo(cfg, todo: dict) -> dict:
         for r in runs:  # bad input fails here, before the data is loaded
             validate(r.cfg)
             r.source = regimes.source_path(r.cfg)
+            if pruning.active(r.cfg):
+                pruning.parent_dir(r.cfg)
         device = resolve_device(cfg.device)
         env = environment(device)
         torch.manual_seed(cfg.seed)
@@ -190,7 +203,7 @@ class _Run:
         self.seed, self.run_dir, self.cfg, self.t_start = seed, run_dir, cfg, t_start
         self.results = {"version": RESULTS_VERSION, "status": "running", "seed": seed, "config": plain(cfg),
                         "history": []}
-        self.model, self.tracker, self.last, self.source = None, NullTracker(), None, None
+        self.model, self.tracker, self.last, self.source, self.mask = None, NullTracker(), None, None, None
         self.best_acc, self.best_epoch, self.active = -1.0, None, True
         self.best_state, self.best_saved = None, True  # the best epoch's weights until best.pt is written
         self.ckpt_dir = run_dir / checkpoints.CKPT_DIR
@@ -203,6 +216,12 @@ class _Run:
         """The model at initialisation (an FLNPF source is loaded and checked here), the tracker, and
         the ``ckpt/last.pt`` of an earlier invocation to resume from."""
         self.model, info = regimes.build_model(self.cfg, data.in_shape, data.out_dim, self.source)
+        if pruning.active(self.cfg):  # an IMP round: the initialisation with the pruned weights zeroed
+            self.mask = pruning.make_mask(self.cfg)
+            pruning.apply_(self.model, self.mask)
+            checkpoints.save(self.run_dir / pruning.MASK_FILE, mask=self.mask, imp=plain(self.cfg.imp))
+            info["pruned_fraction"] = 1 - sum(int(m.sum()) for m in self.mask.values()) / \
+                sum(m.numel() for m in self.mask.values())
         self.results.update(env=env, model={**regimes.describe(self.model), **info})
         self.tracker = make_tracker(self.cfg, self.run_dir)
         last = self.ckpt_dir / "last.pt"
@@ -290,16 +309,30 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
         for r in runs:
             checkpoints.save(r.ckpt_dir / "epoch_0.pt", **meta, seed=r.seed, epoch=0, test_acc=None,
                              model=r.model.state_dict())
+    steps = set(cfg.get("checkpoint_steps") or [])
+    per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
+
+    def snapshot(step: int, epoch: int) -> None:  # ckpt/step_<t>.pt: the weights after t optimiser steps
+        state = model.state_dict()
+        for s, r in enumerate(runs):
+            if r.active:
+                writer.save(r.ckpt_dir / f"step_{step}.pt", **meta, seed=r.seed, step=step, epoch=epoch,
+                            model=unstack_state(state, s))
     # Speed options (off by default): bf16 autocast; torch.compile of the forward pass (on CUDA,
     # mode="reduce-overhead" captures CUDA graphs, which pays at batch 32 where launches dominate).
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp)
     t_fit, n_train, writer = time.time(), len(data.train), checkpoints.Writer()
     try:
+        if start == 1 and 0 in steps:
+            snapshot(0, 0)
         for epoch in range(start, cfg.epochs + 1):
             t0 = time.time()
             # One pass over the training data, every seed in its own order; sums stay on the device.
-            loss_sum, correct = _train_epoch(cfg, forward, opt, data, gens, autocast, epoch)
+            base = (epoch - 1) * per_epoch  # optimiser steps before this epoch
+            at = {t - base: t for t in steps if base < t <= base + per_epoch}
+            loss_sum, correct = _train_epoch(cfg, forward, opt, data, gens, autocast, epoch,
+                                             lambda i: snapshot(at[i], epoch) if i in at else None)
             # Evaluation on the test set; the epoch's one host sync brings both back.
             test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, len(runs))
             train_loss, train_acc = (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
@@ -332,6 +365,7 @@ def _setup(cfg, runs: list[_Run], device: torch.device, start: int):
         for r in runs:
             r.resume()
     model = stack_models([r.model for r in runs]).to(device)
+    pruning.mask_gradients(model, [r.mask for r in runs])
     opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
     gens = [torch.Generator().manual_seed(r.seed * 1000 + SHUFFLE_STREAM) for r in runs]
     if start > 1:
@@ -341,17 +375,19 @@ def _setup(cfg, runs: list[_Run], device: torch.device, start: int):
     return model, opt, gens
 
 
-def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int,
+                 after_step=None) -> tuple[torch.Tensor, torch.Tensor]:
     """One epoch of mini-batch steps for the stacked seeds: per seed, the sum of the batch losses
     (weighted by batch size) and the number correct, on the device (no host sync inside the epoch);
-    their means are the running means Keras reports in the paper's code."""
+    their means are the running means Keras reports in the paper's code. ``after_step(i)`` is
+    called after the epoch's i-th step (1-based), if given."""
     S, n_train, bs = len(gens), len(data.train), cfg.optimizer.batch_size
     device = data.train.x.device
     loss_sum = torch.zeros(S, device=device)
     correct = torch.zeros(S, device=device, dtype=torch.long)
     bar = tqdm(data.train.stacked_batches(bs, gens), total=math.ceil(n_train / bs),
                desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0)
-    for xb, yb in bar:
+    for i, (xb, yb) in enumerate(bar, 1):
         with autocast:
             loss, c = objective(forward(xb).float(), yb, data.task)
         opt.zero_grad(set_to_none=True)
@@ -359,6 +395,8 @@ def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int) -> t
         opt.step()
         loss_sum += loss.detach() * yb.shape[1]
         correct += c
+        if after_step is not None:
+            after_step(i)
     return loss_sum, correct
 
 
