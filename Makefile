@@ -42,7 +42,8 @@ define table4_runs
 	$(PYTHON) run.py -m '+experiment=[table4_soft$(if $(2),$(comma)$(2))]' out_root=$(1) $(RUN_ARGS)
 endef
 
-.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures exp6
+.PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
+	races races-quick races-report
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -56,6 +57,9 @@ help:
 	@echo "make figure3        Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
 	@echo "make dgn-figures    paper 002 Figures 1-4 (Gram spectra, convergence vs depth) and 7-8 (FIG_SCALE)"
 	@echo "make exp6           paper 002 experiment 6: train only the gates of a CIFAR-10 conv net"
+	@echo "make races          paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
+	@echo "make races-quick    the same at reduced scale (3 seeds, N=4000 one seed; about 35 min, JOBS=2)"
+	@echo "make races-report   re-render outputs/reports/races-quick from outputs/races-quick"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
@@ -105,3 +109,34 @@ exp6:
 
 bench:
 	$(PYTHON) scripts/bench.py
+
+# Paper 004 (neuron races) into out_root $(1), at reduced scale $(2) (race_quick, optional), with
+# extra overrides $(3) for the Fig 3a sweep. Table 1's grid, IMP round 3 at 20/50/70% (rounds 1-2
+# and the dense run first), Fig 3a's d x N, and the checks on N=200, sigma_0=1e-5: unit inputs and
+# the number of epochs.
+define race_runs
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' out_root=$(1) $(RUN_ARGS)
+	$(if $(2),$(PYTHON) run.py -m '+experiment=[race$(comma)$(2)]' dataset.limit_train=4000 seeds=[0] out_root=$(1) $(RUN_ARGS))
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2)),race_imp]' $(if $(2),seeds=[0]) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2)),race_capacity]' $(3) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=200 dataset.normalize=unit out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=200 epochs=50,300 out_root=$(1) $(RUN_ARGS)
+endef
+RACES_ROOT = outputs/races$(if $(EPOCHS),-$(EPOCHS)ep)
+
+races:
+	$(call race_runs,$(RACES_ROOT),,'arch.dense=[10],[30],[100],[300],[1000]' dataset.limit_train=50,100,200,400,800,2000,4000)
+	$(call races_report,$(RACES_ROOT),outputs/reports/races)
+
+races-quick:
+	$(call race_runs,outputs/races-quick,race_quick,)
+	$(call races_report,outputs/races-quick,outputs/reports/races-quick)
+
+# Table 1 and the figures of the runs below $(1) into $(2).
+define races_report
+	$(PYTHON) -m gatelab.papers.races table1 --runs $(1) --out $(2) --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.races figures --runs $(1) --out $(2)
+endef
+
+races-report:
+	$(call races_report,outputs/races-quick,outputs/reports/races-quick)
