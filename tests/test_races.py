@@ -143,3 +143,94 @@ def test_an_imp_round_without_its_previous_round_fails_before_training(tiny_root
         train(cfg, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "results.json").read_text())["status"] == "failed"
     assert not (tmp_path / "run" / "ckpt").exists()
+
+
+# ---- the paper 004 report (gatelab.papers.races) ----
+
+@pytest.fixture(scope="module")
+def race_runs(tmp_path_factory):
+    """Two seeds of one tiny cell (one failed on purpose is added by the tests), IMP 50% of seed 0."""
+    from conftest import write_tiny_data
+    from gatelab.runs import seed_run_dirs
+    base = tmp_path_factory.mktemp("races")
+    root = write_tiny_data(base / "data")
+    over = [*RACE, "epochs=3", "checkpoint_steps=[0,2,5,10,20,30]", "arch.init_std=1e-3", "optimizer.lr=0.05",
+            f"out_root={base / 'runs'}"]
+    cfg = make_cfg([*over, "seeds=[0,1]"], root)
+    train_runs(cfg, seed_run_dirs(cfg))
+    imp = make_cfg([*over, "seeds=[0]", "imp.sparsity=0.5", "imp.round=3"], root)
+    train_runs(imp, seed_run_dirs(imp))
+    return base / "runs", root
+
+
+def test_race_report_counts_clusters_and_merges_as_the_neuron_analyses_do(race_runs):
+    from gatelab.papers import races
+    runs_dir, root = race_runs
+    found, bad = races.scan(runs_dir)
+    assert not bad and len(found) == 5  # 2 dense seeds + 3 IMP rounds
+    assert sorted((r.seed, r.imp or ()) for r in found) == [(0, ()), (0, (0.5, 1)), (0, (0.5, 2)), (0, (0.5, 3)), (1, ())]
+    df = races.table1(found)
+    assert len(df) == len(races.TAUS) and set(df.n) == {2} and set(df.N) == {40} and set(df.d) == {12}
+    assert not df.main.any()  # d=12, N=40 is not a cell of the paper's grid
+    (x, y), (xt, yt) = races.run_data(found[0])
+    for _, line in df.iterrows():
+        ks, dts = [], []
+        for r in (r for r in found if r.imp is None):
+            net = races.net_at(r, "last.pt")
+            labels = neurons.clusters(neurons.total_weights(net), line.tau)
+            ks.append(int(labels.max()) + 1)
+            merged = neurons.merge(net, labels)
+            dts.append(100 * (merged.accuracy(xt, yt) - net.accuracy(xt, yt)) / net.accuracy(xt, yt))
+        assert line.k_mean == pytest.approx(np.mean(ks)) and line.k_std0 == pytest.approx(np.std(ks))
+        assert line.k_std1 == pytest.approx(np.std(ks, ddof=1))
+        assert line.dacc_test_mean == pytest.approx(np.mean(dts))
+
+
+def test_race_report_renders_beside_the_paper_and_lists_failed_runs(race_runs, tmp_path):
+    import shutil
+    from gatelab.papers import races
+    runs_dir, root = race_runs
+    copy = tmp_path / "runs"
+    shutil.copytree(runs_dir, copy)
+    # a failed seed: not counted, listed
+    failed = next(p for p in copy.rglob("results.json") if "imp" not in str(p) and "seed1-" in str(p))
+    res = json.loads(failed.read_text())
+    failed.write_text(json.dumps(dict(res, status="failed")))
+    df = races.write_table1(copy, tmp_path / "out", command="make races-quick")
+    text = (tmp_path / "out" / "table1.md").read_text()
+    assert set(df.n) == {1} and "failed:seed1" in text and "make races-quick" in text
+    # the paper's values of a cell appear beside ours once our cell is on its grid
+    for p in copy.rglob("results.json"):
+        r = json.loads(p.read_text())
+        r["config"]["arch"]["dense"], r["config"]["dataset"]["limit_train"] = [300], 200
+        p.write_text(json.dumps(r))
+    df = races.table1(races.scan(copy)[0])
+    assert df.main.all() and df[df.tau == 0.95].paper_k.item() == 172.0
+
+
+def test_loss_drop_is_the_first_step_a_tenth_of_the_way_down():
+    import pandas as pd
+    from gatelab.papers import races
+    curve = pd.DataFrame({"step": [0, 100, 200, 300, 400, 1000], "loss": [0.693, 0.692, 0.68, 0.5, 0.2, 0.0]})
+    assert races.drop_step(curve) == 300  # 0.693 - 0.0693 = 0.624
+    assert races.drop_step(curve, 0.5) == 400
+    assert races.drop_step(curve.iloc[:1]) is None
+
+
+def test_race_figures_are_written_with_their_data(race_runs, tmp_path):
+    from gatelab.papers import races
+    runs_dir, _ = race_runs
+    found, _ = races.scan(runs_dir)
+    races._index_imp(found)
+    r = next(r for r in found if r.imp is None and r.seed == 0)
+    table, info = races.neuron_table(r, None, None)
+    assert len(table) == 12 and info["early"] in races.step_checkpoints(r)
+    mask = checkpoints.load(next(f.path for f in found if f.imp == (0.5, 3)) / pruning.MASK_FILE)["mask"]
+    assert table["pruned@0.5"].tolist() == neurons.pruned_per_neuron(mask).tolist()
+    assert table["pruned@0.2"].isna().all()  # no 20% IMP runs
+    out = races.figure3(found, None, tmp_path)
+    assert set(out.panel) == {"3a"} and (tmp_path / "figure3.png").is_file()  # 3b: d=300 cells only
+    for _, line in out.iterrows():
+        run = next(f for f in found if f.imp is None and f.seed == line.seed)
+        labels = neurons.clusters(neurons.total_weights(races.net_at(run, "last.pt")), 0.95)
+        assert line.k_end == int(labels.max()) + 1

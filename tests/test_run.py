@@ -221,7 +221,8 @@ def test_cli_finds_its_run_again_skips_it_and_flnpf_auto_finds_its_relu_run(tiny
 
 
 TABLES = sorted(p.stem for p in (CONF / "experiment").glob("table*.yaml"))
-SCALES = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if not p.stem.startswith("table"))
+SCALES = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if not p.stem.startswith(("table", "race")))
+RACES = sorted(p.stem for p in (CONF / "experiment").glob("race_*.yaml"))
 
 
 @pytest.mark.parametrize("experiment", TABLES)
@@ -244,6 +245,22 @@ def test_every_scale_composes_on_top_of_a_table(scale):
     validate(cfg)
     if scale.startswith("quick"):
         assert cfg.seeds == [0, 1] and cfg.dataset.limit_train is not None
+
+
+@pytest.mark.parametrize("extra", [None, *RACES])
+def test_paper_004_experiments_compose_on_top_of_race(extra):
+    cfg = make_cfg([f"+experiment=[race{',' + extra if extra else ''}]"])
+    validate(cfg)
+    assert (cfg.dataset.name, cfg.arch.dense, cfg.arch.init, cfg.optimizer.batch_size) == ("cifar10_binary", [300], "gaussian", 4)
+    assert cfg.checkpoint_steps[0] == 0 and cfg.checkpoint_steps == sorted(cfg.checkpoint_steps)
+
+
+def test_the_race_grid_is_table_1_of_paper_004():
+    from gatelab.papers import races
+    grid = _sweep_params("race")
+    cells = {(float(s), int(n)) for s in grid["arch.init_std"] for n in grid["dataset.limit_train"]}
+    assert cells == set(races.PAPER_TABLE1)
+    assert _sweep_params("[race,race_imp]")["imp.sparsity"] == [str(p) for p in races.SPARSITIES]
 
 
 def _sweep_params(experiments: str) -> dict:

@@ -394,7 +394,8 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
         ax[0].errorbar(g.N, g["mean"], g["std"].fillna(0), marker="o", capsize=2, label=f"d={d}")
     ax[0].set(xscale="log", yscale="log", xlabel="N (training examples)", ylabel="clusters k (τ=0.95)",
               title="3a) effective capacity, σ₀=1e-5")
-    ax[0].legend(fontsize=7)
+    if len(sa):
+        ax[0].legend(fontsize=7)
     if len(b):
         sb = b.groupby(["sigma0", "N", "when"], sort=False).k.mean().reset_index()
         labels = [f"σ₀={s:g} N={n}" for s, n in sb[["sigma0", "N"]].drop_duplicates().itertuples(index=False)]
