@@ -135,6 +135,7 @@ races-quick:
 # Table 1 and the figures of the runs below $(1) into $(2).
 define races_report
 	$(PYTHON) -m gatelab.papers.races table1 --runs $(1) --out $(2) --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.races table1 --runs $(1) --out $(2)/complete-linkage --linkage complete --command "$(CMD)"
 	$(PYTHON) -m gatelab.papers.races figures --runs $(1) --out $(2)
 endef
 

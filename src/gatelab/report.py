@@ -40,6 +40,8 @@ class Run:
     regime_cfg: dict  # the resolved regime config (beta, eps, ...)
     best_train: Optional[float]  # best (running-mean) train accuracy over epochs, %
     best_epoch: Optional[int]
+    test_curve: tuple = ()  # test accuracy per epoch, % (None where not recorded)
+    train_curve: tuple = ()  # running-mean train accuracy per epoch, %
 
 
 def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
@@ -58,8 +60,24 @@ def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
                         None if best is None else 100.0 * best, int(c["epochs"]),
                         (c["dataset"].get("limit_train"), c["dataset"].get("limit_test")),
                         res.get("finished_at", ""), env.get("git_commit"), env.get("device_name", "?"), c["regime"],
-                        max(train_accs, default=None), res.get("best_epoch")))
+                        max(train_accs, default=None), res.get("best_epoch"),
+                        tuple(_pct(h.get("test_acc")) for h in res.get("history", [])), tuple(train_accs)))
     return runs, bad
+
+
+def _pct(v):
+    return None if v is None else 100.0 * v
+
+
+def epochs_to_reach(runs: Iterable[Run], within: float = 0.05) -> Optional[int]:
+    """The first epoch at which the seeds' mean best-so-far test accuracy is within ``within``
+    points of its final value: how long a run must be to lose nothing (at most ``within``)."""
+    curves = [r.test_curve for r in runs if r.test_curve and None not in r.test_curve]
+    if not curves:
+        return None
+    n = min(len(c) for c in curves)
+    best_so_far = pd.DataFrame([pd.Series(c[:n]).cummax() for c in curves]).mean()
+    return int((best_so_far >= best_so_far.iloc[-1] - within).to_numpy().argmax()) + 1
 
 
 def scan_some(runs_dir: Path, archs: Optional[list] = None) -> tuple[list[Run], list[str]]:

@@ -64,17 +64,22 @@ def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
             mean, std = by_lr[lr] if lr is not None else (math.nan, math.nan)
             chosen = list(done[lr].values()) if lr is not None else []
             excluded = [r for r in cell if r.status != "completed" and (lr is None or r.lr == lr)]
+            std_other = report.mean_std([r.best for r in chosen], 1 - ddof)[1]
             p_mean, p_std = PAPER_TABLE2[row][regime]
             diff = mean - p_mean
             lines.append({
                 "arch": row[0], "optimizer": row[1], "dataset": row[2], "regime": regime,
-                "lr": lr, "n": len(chosen), "mean": mean, "std": std, "ddof": ddof,
+                "lr": lr, "n": len(chosen), "mean": mean, "std": std, "ddof": ddof, "std_other_ddof": std_other,
                 "paper_mean": p_mean, "paper_std": p_std, "diff": diff,
                 "far": bool(abs(diff) > 2 * p_std + 0.5) if not math.isnan(diff) else False,
                 "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in excluded)),
                 "lrs_tried": ";".join(f"{k:g}={v[0]:.2f}(n={len(done[k])})" for k, v in sorted(by_lr.items())),
                 "epochs": report.joined(r.epochs for r in chosen),
                 "best_epochs": ";".join(str(r.best_epoch) for r in sorted(chosen, key=lambda r: r.seed)),
+                "epochs_within_0.05": report.epochs_to_reach(chosen),
+                "final_train_acc": report.mean_std([r.train_curve[-1] for r in chosen if r.train_curve])[0],
+                "final_test_acc": report.mean_std([r.test_curve[-1] for r in chosen if r.test_curve
+                                                   and r.test_curve[-1] is not None])[0],
                 "limits": report.limits_text(chosen),
             })
     df = pd.DataFrame(lines)
@@ -86,7 +91,8 @@ def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
 def _cell_md(line) -> str:
     flags = ("†" if line["short"] else "") + ("‡" if line["far"] else "")
     lr = f", lr {line['lr']:g}" if line["optimizer"] == "sgd" and line["lr"] is not None else ""
-    return (f"**{report.fmt(line['mean'], line['std'])}**{flags} (n={line['n']}{lr})<br>"
+    other = "" if math.isnan(line["std_other_ddof"]) else f"<br>ddof={1 - line['ddof']}: ± {line['std_other_ddof']:.2f}"
+    return (f"**{report.fmt(line['mean'], line['std'])}**{flags} (n={line['n']}{lr}){other}<br>"
             f"paper {line['paper_mean']:.2f} ± {line['paper_std']:.2f}<br>Δ {line['diff']:+.2f}")
 
 
@@ -114,6 +120,20 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
         vals = [_cell_md(cells[r]) if r in cells else "—" for r in REGIMES]
         out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {report.DATASET_TITLES[row[2]]} | "
                    + " | ".join(vals) + " |")
+    out += ["", "## Length: does a run this long lose anything?", "",
+            "Per cell: epochs run; the epoch of each seed's best test accuracy; the first epoch at which the "
+            "seeds' mean best-so-far test accuracy is within 0.05 points of its final value; train (running "
+            "mean) and test accuracy at the last epoch, mean over seeds (%).", "",
+            "| Arch | Optimiser | Regime | lr | epochs | best epoch per seed | within 0.05 at | train at end | "
+            "test at end |", "|---|---|---|---|---|---|---|---|---|"]
+    for row, cells in _rows(df):
+        for r in REGIMES:
+            line = cells.get(r)
+            if line is None or not line["n"]:
+                continue
+            out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {REGIME_TITLES[r]} | {line['lr']:g} | "
+                       f"{line['epochs']} | {line['best_epochs']} | {line['epochs_within_0.05']} | "
+                       f"{line['final_train_acc']:.2f} | {line['final_test_acc']:.2f} |")
     scale = []
     for row, cells in _rows(df):
         line = next(iter(cells.values()))
@@ -146,8 +166,11 @@ def render_table2_latex(df: pd.DataFrame) -> str:
 
 
 def write_table2(runs_dir: Path, out_dir: Path, expected_seeds: Optional[int] = None, command: str = "",
-                 archs: Optional[list] = None, ddof: int = 1) -> pd.DataFrame:
+                 archs: Optional[list] = None, ddof: int = 1, lrs: Optional[dict] = None) -> pd.DataFrame:
+    """``lrs`` {optimizer: lr}: only the runs of that optimiser at that step size (e.g. one of the
+    two Adam step sizes of the FC row)."""
     runs, bad = report.scan_some(runs_dir, archs)
+    runs = [r for r in runs if not lrs or r.row[1] not in lrs or r.lr == lrs[r.row[1]]]
     df = table2(runs, expected_seeds, ddof)
     report.write_outputs(out_dir, "table2", df, {"md": render_table2_markdown(df, runs, bad, command),
                                                  "tex": render_table2_latex(df)})
@@ -272,6 +295,8 @@ def figure3(panels: list[str], scale: dict, common: list[str], out: Path) -> dic
 def main(argv=None) -> None:
     ap, sub, t2 = report.paper_cli("python -m gatelab.papers.npf", __doc__, "table2", "Table 2: table2.{md,csv,tex} from the runs below --runs")
     t2.add_argument("--arch", nargs="*", default=None, help="only these architectures' rows (e.g. fc)")
+    t2.add_argument("--lr", nargs="*", default=[], metavar="OPT=LR",
+                    help="only the runs of optimiser OPT at step size LR (e.g. adam=3e-4)")
     f3 = sub.add_parser("figure3", help="Figure 3 equivalents (trains what is missing)")
     f3.add_argument("--scale", default="quick", choices=sorted(SCALES))
     f3.add_argument("--panels", nargs="*", choices=sorted(FIGURE3), default=["middle", "right", "left"])
@@ -280,7 +305,8 @@ def main(argv=None) -> None:
     f3.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_args(argv)
     if args.what == "table2":
-        df = write_table2(args.runs, args.out, args.seeds, args.command, args.arch, args.ddof)
+        lrs = {k: float(v) for k, v in (item.split("=", 1) for item in args.lr)}
+        df = write_table2(args.runs, args.out, args.seeds, args.command, args.arch, args.ddof, lrs)
         print((args.out / "table2.md").read_text())
         print(f"{len(df)} cells -> {args.out}/table2.*", file=sys.stderr)
         return

@@ -145,13 +145,22 @@ def drop_step(curve: pd.DataFrame, fraction: float = DROP_FRACTION) -> Optional[
     return int(below.step.iloc[0]) if len(below) else None
 
 
-def analyse(run: RaceRun, root: Optional[str] = None) -> dict:
-    """k and Δacc (train, test) at each τ for the final network; the loss-drop step."""
+@dataclass(frozen=True)
+class Rule:
+    """How neurons are clustered: the linkage and the parts of the total weight vector."""
+    linkage: str = "single"
+    parts: tuple = ("w1", "b1", "w2")
+
+
+def analyse(run: RaceRun, root: Optional[str] = None, rule: Rule = Rule()) -> dict:
+    """k and Δacc (train, test) at each τ for the final network; dead neurons (never active on the
+    training set); the loss-drop step."""
     (x, y), (xt, yt) = run_data(run, root)
     net = net_at(run, "last.pt")
-    out = {"path": str(run.path), "seed": run.seed, "acc": net.accuracy(x, y), "acc_test": net.accuracy(xt, yt)}
+    out = {"path": str(run.path), "seed": run.seed, "acc": net.accuracy(x, y), "acc_test": net.accuracy(xt, yt),
+           "dead": int(((net.hidden_pre(x) > 0).sum(0) == 0).sum())}
     for tau in TAUS:
-        m = neurons.merge_effect(net, x, y, tau, x_test=xt, y_test=yt)
+        m = neurons.merge_effect(net, x, y, tau, rule.linkage, rule.parts, x_test=xt, y_test=yt)
         out.update({f"k@{tau}": m["k"], f"dacc@{tau}": m["delta_acc"], f"dacc_test@{tau}": m["delta_acc_test"]})
     curve = loss_curve(run, root)
     out["drop_step"], out["half_step"] = drop_step(curve), drop_step(curve, 0.5)
@@ -164,7 +173,7 @@ def _stat(values, ddof):
     return report.mean_std([v for v in values if v is not None and not math.isnan(v)], ddof)
 
 
-def cell_lines(runs: list[RaceRun], root: Optional[str] = None, label: str = "table1") -> list[dict]:
+def cell_lines(runs: list[RaceRun], root: Optional[str] = None, rule: Rule = Rule()) -> list[dict]:
     """One line per (σ₀, N, normalize, epochs, d) group of completed dense runs and τ."""
     groups: dict = {}
     for r in runs:
@@ -173,14 +182,15 @@ def cell_lines(runs: list[RaceRun], root: Optional[str] = None, label: str = "ta
     lines = []
     for key, cell in sorted(groups.items()):
         done = {r.seed: r for r in cell if r.status == "completed"}
-        stats = [analyse(r, root) for _, r in sorted(done.items())]
+        stats = [analyse(r, root, rule) for _, r in sorted(done.items())]
         excluded = ";".join(sorted(f"{r.status}:seed{r.seed}" for r in cell if r.status != "completed"))
         for tau in TAUS:
-            line = {"table": label, "sigma0": key[0], "N": key[1], "normalize": key[2], "epochs": key[3], "d": key[4],
+            line = {"linkage": rule.linkage, "parts": "+".join(rule.parts), "sigma0": key[0], "N": key[1], "normalize": key[2], "epochs": key[3], "d": key[4],
                     "tau": tau, "n": len(stats), "seeds": ",".join(str(s["seed"]) for s in stats),
                     "excluded": excluded,
                     "drop_step": _stat([s["drop_step"] for s in stats], 0)[0],
                     "half_step": _stat([s["half_step"] for s in stats], 0)[0],
+                    "dead": _stat([s["dead"] for s in stats], 0)[0],
                     "acc_train": 100 * _stat([s["acc"] for s in stats], 0)[0],
                     "acc_test": 100 * _stat([s["acc_test"] for s in stats], 0)[0]}
             for what in ("k", "dacc", "dacc_test"):
@@ -194,10 +204,11 @@ def cell_lines(runs: list[RaceRun], root: Optional[str] = None, label: str = "ta
     return lines
 
 
-def table1(runs: list[RaceRun], root: Optional[str] = None, epochs: Optional[int] = None) -> pd.DataFrame:
+def table1(runs: list[RaceRun], root: Optional[str] = None, epochs: Optional[int] = None,
+           rule: Rule = Rule()) -> pd.DataFrame:
     """Every cell found; ``main`` marks the paper's grid at d=300, pm1 and the main epoch count
     (``epochs``, default: the most common among the N=200 runs)."""
-    df = pd.DataFrame(cell_lines(runs, root))
+    df = pd.DataFrame(cell_lines(runs, root, rule))
     if not len(df):
         return df
     if epochs is None:
@@ -215,8 +226,9 @@ def _pm(m, s, digits=1, n=2) -> str:
 
 def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str) -> str:
     main = df[df.main]
+    rule = f"{df.linkage.iloc[0]} linkage, total weight vector {df.parts.iloc[0]}"
     out = ["# Table 1 (paper 004, Appendix G): merging clusters of aligned neurons", "",
-           "k: clusters of neurons with cosine ≥ τ between total weight vectors [w1, b1, w2] (single linkage); "
+           f"k: clusters of neurons with cosine ≥ τ between total weight vectors ({rule}); "
            "Δacc = 100·(acc_merged − acc)/acc (%), each cluster merged into one neuron. Ours: mean ± std over n "
            "seeds, std with ddof=0 (np.std, what the paper's table matches: its means are multiples of 1/3 and "
            "its stds the population std of 3 values) — the comparison uses these; ddof=1 in the CSV. "
@@ -231,26 +243,34 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
                         f"({_pm(line.dacc_mean, line.dacc_std0, n=line.n)}) / "
                         f"{_pm(line.paper_dacc, line.paper_dacc_std)}")
         out.append(f"| {std:g} | {n} | {int(cell.n.iloc[0])} | " + " | ".join(vals) + " |")
+    out += ["", "The same with the sample std (ddof=1): k, Δacc test.", "",
+            "| σ₀ | N | n | " + " | ".join(f"τ={t:.2f}: k | Δacc" for t in TAUS) + " |",
+            "|---|---|---|" + "---|---|" * len(TAUS)]
+    for (std, n), cell in main.groupby(["sigma0", "N"], sort=True):
+        vals = [f"{_pm(c.k_mean, c.k_std1, n=c.n)} | {_pm(c.dacc_test_mean, c.dacc_test_std1, n=c.n)}"
+                for _, c in cell.sort_values("tau").iterrows()]
+        out.append(f"| {std:g} | {n} | {int(cell.n.iloc[0])} | " + " | ".join(vals) + " |")
     out += ["", "Accuracy of the unmerged networks (%, mean over seeds) and the loss drop (mean step at which the "
             f"training loss has come {DROP_FRACTION:.0%} and 50% of the way down from its plateau, on the "
             "step-checkpoint grid, then per epoch; paper: \"drops around t=300\"):", "",
-            "| σ₀ | N | epochs | steps/epoch | train acc | test acc | loss drop (10%) | half-way (50%) |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| σ₀ | N | epochs | steps/epoch | train acc | test acc | dead neurons | loss drop (10%) | half-way (50%) |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for (std, n), cell in main.groupby(["sigma0", "N"], sort=True):
         line = cell.iloc[0]
         out.append(f"| {std:g} | {n} | {line.epochs} | {math.ceil(n / 4)} | {_pm(line.acc_train, None)} | "
-                   f"{_pm(line.acc_test, None)} | {_pm(line.drop_step, None, 0)} | {_pm(line.half_step, None, 0)} |")
+                   f"{_pm(line.acc_test, None)} | {_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | "
+                   f"{_pm(line.half_step, None, 0)} |")
     checks = df[(df.sigma0 == 1e-5) & (df.N == 200) & (df.d == DEFAULT["d"]) & ~df.main]
     if len(checks):
         out += ["", "## Checks on the cell N=200, σ₀=1e-5 (inputs and length)", "",
-                "| normalize | epochs | n | train acc | test acc | loss drop (10%) | "
-                + " | ".join(f"k@{t:.2f}" for t in TAUS) + " |", "|---|---|---|---|---|---|" + "---|" * len(TAUS)]
+                "| normalize | epochs | n | train acc | test acc | dead neurons | loss drop (10%) | "
+                + " | ".join(f"k@{t:.2f}" for t in TAUS) + " |", "|---|---|---|---|---|---|---|" + "---|" * len(TAUS)]
         ref = df[(df.sigma0 == 1e-5) & (df.N == 200) & df.main]
         for (norm, ep), cell in pd.concat([ref, checks]).groupby(["normalize", "epochs"], sort=True):
             line = cell.iloc[0]
             ks = [_pm(c.k_mean, c.k_std0, n=c.n) for _, c in cell.sort_values("tau").iterrows()]
             out.append(f"| {norm} | {ep} | {int(line.n)} | {line.acc_train:.1f} | {line.acc_test:.1f} | "
-                       f"{_pm(line.drop_step, None, 0)} | " + " | ".join(ks) + " |")
+                       f"{_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | " + " | ".join(ks) + " |")
     out += ["", "## Provenance", *report.provenance(runs, command, [
         f"d={DEFAULT['d']}, normalize={DEFAULT['normalize']}, epochs {report.joined(main.epochs)}, "
         f"seeds per cell {report.joined(main.n)}"])]
@@ -261,11 +281,11 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
 
 
 def write_table1(runs_dir: Path, out: Path, command: str = "", root: Optional[str] = None,
-                 epochs: Optional[int] = None) -> pd.DataFrame:
+                 epochs: Optional[int] = None, rule: Rule = Rule()) -> pd.DataFrame:
     races, bad = scan(runs_dir)
     if not races:
         raise SystemExit(f"no race runs (+experiment=race) below {runs_dir}")
-    df = table1(races, root, epochs)
+    df = table1(races, root, epochs, rule)
     plain_runs, _ = report.scan(runs_dir)
     paths = {str(r.path) for r in races}
     text = render_table1(df, [r for r in plain_runs if r.path in paths], bad, command)
@@ -468,6 +488,9 @@ def main(argv=None) -> None:
                                    "Table 1: table1.{md,csv} from the runs below --runs")
     t1.add_argument("--data", default=None, help="data root (default: each run's data.root)")
     t1.add_argument("--epochs", type=int, default=None, help="the main table's epoch count (default: most common)")
+    t1.add_argument("--linkage", choices=("single", "complete"), default="single",
+                    help="cluster rule: connected components of cos >= tau (single) or complete linkage")
+    t1.add_argument("--parts", default="w1,b1,w2", help="the total weight vector's parts (e.g. w1)")
     f = sub.add_parser("figures", help="Figures 1, 3, 4, 5 from the runs below --runs (PNG, PDF, CSV)")
     f.add_argument("--runs", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)
@@ -475,7 +498,8 @@ def main(argv=None) -> None:
     f.add_argument("--early", type=int, default=None, help="the early step (default: last checkpoint ≤ drop/4)")
     args = ap.parse_args(argv)
     if args.what == "table1":
-        df = write_table1(args.runs, args.out, args.command, args.data, args.epochs)
+        df = write_table1(args.runs, args.out, args.command, args.data, args.epochs,
+                          Rule(args.linkage, tuple(args.parts.split(","))))
         print((args.out / "table1.md").read_text())
         print(f"{len(df)} lines -> {args.out}/table1.*", file=sys.stderr)
         return
