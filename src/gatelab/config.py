@@ -63,10 +63,27 @@ class Normalize(StrEnum):
 
 
 class Gate(StrEnum):
-    """G(q) of a DGN: hard 1{q>0} | soft (1+eps)*sigmoid(beta*q) | one (all gates 1, deep linear)."""
+    """G(q) of a DGN: hard 1{q>0} | soft (1+eps)*sigmoid(beta*q) | one (all gates 1, deep linear);
+    leaky: leaky ReLU of slope regime.slope (routing nets, paper 003 Fig 9)."""
     hard = "hard"
     soft = "soft"
     one = "one"
+    leaky = "leaky"
+
+
+class RoutingInput(StrEnum):
+    permute = "permute"  # a fixed random pixel permutation per input domain
+    rotate = "rotate"  # rotation by max_angle*i/M degrees, nearest pixel
+
+
+class OutputPerms(StrEnum):
+    random = "random"  # uniform random label permutations (paper 003 App. D)
+    lexicographic = "lexicographic"  # the first M of itertools.permutations(range(10)) (the authors' code)
+
+
+class DecoderFan(StrEnum):
+    per_decoder = "per_decoder"  # Xavier bound from each decoder's (h, 10) (the paper)
+    stacked3d = "stacked3d"  # one (M, h, 10) tensor's Xavier bound (the authors' code)
 
 
 class FeatureInit(StrEnum):
@@ -109,6 +126,17 @@ class DataConfig:
 
 
 @dataclass
+class RoutingConfig:
+    """A routing task (paper 003 §5, App. D; :mod:`gatelab.routing`): M input and M output domains,
+    each input domain trained with K output domains."""
+    M: int = 20
+    K: int = 5
+    input: RoutingInput = RoutingInput.permute
+    max_angle: float = 180.0  # rotation of domain i: max_angle*i/M degrees (paper 180, code 270)
+    output_perms: OutputPerms = OutputPerms.random
+
+
+@dataclass
 class DatasetConfig:
     name: str = MISSING  # mnist | binary_mnist | cifar10
     source: Source = MISSING  # cache file stem
@@ -122,6 +150,7 @@ class DatasetConfig:
     class_groups: Optional[List[List[int]]] = later(None)
     grayscale: bool = later(False)  # luma 0.299R + 0.587G + 0.114B, one channel
     normalize: Normalize = later(Normalize.unit)
+    routing: Optional[RoutingConfig] = later(None)  # a routing task over the base dataset (arch=routing)
 
 
 @dataclass
@@ -133,6 +162,8 @@ class ArchConfig:
     bias: bool = True
     init: Init = Init.glorot
     init_std: Optional[float] = later(None)  # init=gaussian: the weights' standard deviation (sigma_0)
+    init_gain: float = later(1.0)  # arch=routing: Xavier-uniform x gain (paper 003's "gain ratio")
+    decoder_fan: DecoderFan = later(DecoderFan.per_decoder)  # arch=routing: the decoders' Xavier fans
 
 
 @dataclass
@@ -152,6 +183,7 @@ class RegimeConfig:
     # trained first when it is missing; gatelab.regimes.relu_source_dir)
     source: Optional[str] = None
     source_ckpt: str = "best"  # which checkpoint of a source run dir: best | last | epoch_<N>
+    slope: float = later(0.01)  # gate=leaky: the negative slope
 
 
 @dataclass
@@ -237,6 +269,23 @@ def validate(cfg: Any) -> None:
             raise ConfigError(f"dataset.class_groups={plain_list(groups)} lists a class twice")
     if arch.get("init") == Init.gaussian and not (arch.get("init_std") or 0) > 0:
         raise ConfigError("arch.init=gaussian needs arch.init_std > 0 (the weights' standard deviation)")
+    routing = ds.get("routing")
+    if (arch.name == "routing") != (routing is not None):
+        raise ConfigError("arch=routing and a routing task (dataset.routing, e.g. dataset=routing_mnist_perm) "
+                          "go together")
+    if routing is not None:
+        if not (1 <= routing.K <= routing.M):
+            raise ConfigError(f"dataset.routing.K={routing.K} must be in 1..M={routing.M}")
+        if len(arch.dense) != 1 or arch.conv_channels:
+            raise ConfigError("arch=routing has one hidden width: arch.dense=[h]")
+        if not reg.tied or reg.gate not in (Gate.one, Gate.leaky):
+            raise ConfigError(f"arch=routing trains regime=dln (linear) or regime=leaky, not {reg.name}")
+        if ds.task != Task.classification:
+            raise ConfigError("a routing task is a classification task")
+        if routing.output_perms == OutputPerms.lexicographic and routing.M > 120:
+            raise ConfigError("output_perms=lexicographic gives distinct label maps for M <= 120 only")
+    elif reg.gate == Gate.leaky:
+        raise ConfigError("regime.gate=leaky is for arch=routing")
     if not arch.conv_channels and not arch.dense:
         raise ConfigError("arch needs at least one hidden layer (conv_channels or dense)")
     if any(w <= 0 for w in list(arch.conv_channels) + list(arch.dense)):

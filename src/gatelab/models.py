@@ -196,6 +196,8 @@ def stack_models(models: list[DGN]) -> DGN:
     """One DGN holding the S seeds of ``models`` (same arch and regime) side by side, for training
     them together; trainability is copied. :func:`unstack_state` gives each seed's state back."""
     m0 = models[0]
+    if not isinstance(m0, DGN):  # e.g. a routing net (gatelab.routing), which stacks itself
+        return type(m0).stacked(models)
 
     def like(net: Optional[Net]) -> Optional[Net]:
         return None if net is None else Net(*net.spec, stack=len(models))

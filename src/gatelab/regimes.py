@@ -21,13 +21,14 @@ A new regime is a new yaml; new *kinds* of feature initialisation go in :func:`i
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
 import torch
 from omegaconf import OmegaConf
 
-from . import checkpoints
+from . import checkpoints, routing
 from .config import CONF_DIR, ConfigError, FeatureInit, RegimeConfig
 from .models import DGN, Net, build_net, init_
 from .runs import job_config, plain, run_dir
@@ -106,6 +107,8 @@ def build_model(cfg, in_shape: tuple, out_dim: int, source: Optional[Path] = Non
     """The DGN of ``cfg.regime`` over ``cfg.arch``, initialised from ``cfg.seed``. Also returns
     info for results.json (e.g. the resolved FLNPF source checkpoint, ``source`` if given)."""
     regime, arch = cfg.regime, cfg.arch
+    if arch.name == "routing":
+        return build_routing(cfg, in_shape, out_dim), {}
     info: dict = {}
     source_state = None
     if needs_source(cfg):  # checked before anything is drawn or trained
@@ -124,6 +127,15 @@ def build_model(cfg, in_shape: tuple, out_dim: int, source: Optional[Path] = Non
     return model, info
 
 
+def build_routing(cfg, in_shape: tuple, out_dim: int) -> routing.RoutingNet:
+    """A routing net (paper 003) with its task drawn from ``cfg.seed`` (:mod:`gatelab.routing`)."""
+    arch, reg = cfg.arch, cfg.regime
+    task = routing.make_task(cfg.dataset.routing, tuple(in_shape), out_dim, cfg.seed)
+    net = routing.RoutingNet(cfg.dataset.routing.M, math.prod(in_shape), arch.dense[0], out_dim, task,
+                             "leaky" if reg.gate == "leaky" else "none", reg.get("slope", 0.01))
+    return routing.init_(net, arch.init_gain, arch.decoder_fan, init_generator(cfg.seed))
+
+
 def trainable_parameters(model: DGN) -> list[torch.nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
@@ -131,6 +143,8 @@ def trainable_parameters(model: DGN) -> list[torch.nn.Parameter]:
 def describe(model: DGN) -> dict:
     """Parameter counts, for results.json."""
     n = lambda ps: sum(p.numel() for p in ps)  # noqa: E731
+    if not isinstance(model, DGN):
+        return {"params": n(model.parameters()), "trainable_params": n(trainable_parameters(model))}
     return {"value_params": n(model.value.parameters()),
             "feature_params": n(model.feature.parameters()) if model.feature is not None else 0,
             "trainable_params": n(trainable_parameters(model))}

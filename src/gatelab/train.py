@@ -60,12 +60,19 @@ def make_optimizer(opt_cfg, params) -> torch.optim.Optimizer:
 def objective(out: torch.Tensor, y: torch.Tensor, task: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss and number correct over the batch dimension (the last before the outputs), per
     seed when outputs are stacked (S, B, ...): cross-entropy for classification; squared loss
-    (1/2)(ŷ-y)² with sign accuracy for binary ±1 targets (paper 001 §6.1)."""
+    (1/2)(ŷ-y)² with sign accuracy for binary ±1 targets (paper 001 §6.1). With P outputs per
+    example (routing nets: (S, B, P, C)) the loss is averaged over the batch and the pairs, and an
+    example counts as the fraction of its pairs predicted right."""
     if task == "binary":
         pred = out.squeeze(-1)
-        return 0.5 * (pred - y).square().mean(-1), (torch.sign(pred) == y).sum(-1)
+        return 0.5 * (pred - y).square().mean(-1), (torch.sign(pred) == y).sum(-1).float()
+    if out.dim() == y.dim() + 2:  # P predictions per example (a routing net's trained pairs): (..., B, P, C)
+        yp = y[..., None].expand(out.shape[:-1])
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), yp.reshape(-1), reduction="none").view(yp.shape)
+        hit = (out.argmax(-1) == yp).float().mean(-1)  # per example: the fraction of its pairs right
+        return loss.mean(-1).mean(-1), hit.sum(-1)
     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(y.shape)
-    return loss.mean(-1), (out.argmax(-1) == y).sum(-1)
+    return loss.mean(-1), (out.argmax(-1) == y).sum(-1).float()
 
 
 @torch.no_grad()
@@ -73,7 +80,7 @@ def evaluate(model, split: data_mod.Split, batch_size: int, task: str, stack: in
     """Per seed (mean loss, accuracy) over a whole split, in large batches."""
     model.eval()
     loss_sum = torch.zeros(stack, device=split.x.device)
-    correct = torch.zeros(stack, device=split.x.device, dtype=torch.long)
+    correct = torch.zeros(stack, device=split.x.device)
     for xb, yb in split.batches(batch_size):
         loss, c = objective(model(xb.expand(stack, *xb.shape)), yb.expand(stack, *yb.shape), task)
         loss_sum += loss * len(yb)
@@ -252,9 +259,10 @@ class _Run:
                                  "test_loss": None, "test_acc": None, "seconds": seconds})
             log.warning("seed %d, epoch %d: training loss is not finite; run stopped as diverged", self.seed, epoch)
             return
+        extra = {k: _finite_or_none(v) for k, v in m.items() if k not in ("train_loss", "train_acc", "test_loss", "test_acc")}
         self.history.append({"epoch": epoch, "train_loss": m["train_loss"], "train_acc": m["train_acc"],
                              "test_loss": _finite_or_none(m["test_loss"]), "test_acc": m["test_acc"],
-                             "seconds": seconds})
+                             **extra, "seconds": seconds})
         log.info("%s seed %d epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  (%.1fs)",
                  self.cfg.regime.name, self.seed, epoch, self.cfg.epochs, m["train_loss"], m["train_acc"],
                  m["test_loss"], m["test_acc"], seconds)
@@ -335,6 +343,7 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
                                              lambda i: snapshot(at[i], epoch) if i in at else None)
             # Evaluation on the test set; the epoch's one host sync brings both back.
             test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, len(runs))
+            extra = extra_metrics(cfg, model, data, len(runs))
             train_loss, train_acc = (loss_sum / n_train).tolist(), [c / n_train for c in correct.tolist()]
             seconds = round(time.time() - t0, 3)
             # Each run records its epoch, then writes its checkpoints on the writer's thread.
@@ -343,7 +352,7 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
                 if not r.active:
                     continue
                 r.record(epoch, {"train_loss": train_loss[s], "train_acc": train_acc[s], "test_loss": test_loss[s],
-                                 "test_acc": test_acc[s]}, seconds, lambda: unstack_state(state, s))
+                                 "test_acc": test_acc[s], **extra[s]}, seconds, lambda: unstack_state(state, s))
                 if r.active:
                     r.save_checkpoints(writer, meta, lambda: unstack_state(state, s),
                                        lambda: unstack_optimizer_state(opt_state, s), gens[s].get_state(), t_fit)
@@ -355,6 +364,25 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
         writer.close()
     for r in runs:
         r.finish()
+
+
+ROUTING_TRAIN_SUBSET = 1000  # the fixed training examples (the first ones) a routing net is scored on
+
+
+def extra_metrics(cfg, model, data, stack: int) -> list[dict]:
+    """Per seed, the metrics an epoch records beyond train/test loss and accuracy: for a routing
+    net (paper 003), loss and accuracy on the untrained pairs of the test set, and on the trained
+    and untrained pairs of a fixed training subset (every pair computed)."""
+    if not hasattr(model, "all_pairs"):
+        return [{} for _ in range(stack)]
+    from .routing import pair_metrics
+    batch = max(1, cfg.eval_batch_size // model.spec["m"])
+    test = pair_metrics(model, data.test, batch)
+    train = pair_metrics(model, data.train, batch, ROUTING_TRAIN_SUBSET)
+    return [{"test_untrained_loss": test["untrained_loss"][s], "test_untrained_acc": test["untrained_acc"][s],
+             "train_trained_loss": train["trained_loss"][s], "train_trained_acc": train["trained_acc"][s],
+             "train_untrained_loss": train["untrained_loss"][s], "train_untrained_acc": train["untrained_acc"][s]}
+            for s in range(stack)]
 
 
 def _setup(cfg, runs: list[_Run], device: torch.device, start: int):
@@ -384,7 +412,7 @@ def _train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int,
     S, n_train, bs = len(gens), len(data.train), cfg.optimizer.batch_size
     device = data.train.x.device
     loss_sum = torch.zeros(S, device=device)
-    correct = torch.zeros(S, device=device, dtype=torch.long)
+    correct = torch.zeros(S, device=device)
     bar = tqdm(data.train.stacked_batches(bs, gens), total=math.ceil(n_train / bs),
                desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0)
     for i, (xb, yb) in enumerate(bar, 1):

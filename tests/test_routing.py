@@ -1,0 +1,125 @@
+"""Paper 003's routing task and network (gatelab.routing) in the shared loop."""
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+
+from conftest import make_cfg, reassociation_tol
+from gatelab import routing
+from gatelab.config import ConfigError, validate
+from gatelab.runs import seed_run_dirs
+from gatelab.train import train, train_runs
+
+ROUTE = ["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "optimizer=sgd", "optimizer.lr=0.05",
+         "optimizer.momentum=0.9", "optimizer.batch_size=8", "arch.dense=[16]", "dataset.routing.M=6",
+         "dataset.routing.K=2", "dataset.limit_train=48", "dataset.limit_test=24"]
+
+
+def _task(m=7, k=3, kind="permute", perms="random", shape=(1, 6, 6), seed=0):
+    cfg = OmegaConf.create({"M": m, "K": k, "input": kind, "max_angle": 180.0, "output_perms": perms})
+    return routing.make_task(cfg, shape, 10, seed)
+
+
+def test_every_domain_is_in_exactly_k_trained_pairs_along_a_shuffled_band():
+    task = _task(m=7, k=3)
+    mask = task["mask"]
+    assert mask.sum(1).tolist() == [3] * 7 and mask.sum(0).tolist() == [3] * 7
+    # (i, σ(i+k mod M)): undoing σ, the trained outputs of input i are i, i+1, i+2 mod 7
+    gen = routing.task_generator(0)  # the draws of make_task, in order: inputs, labels, then σ
+    routing.input_index("permute", 7, (1, 6, 6), 180.0, gen)
+    routing.label_maps("random", 7, 10, gen)
+    sigma = torch.randperm(7, generator=gen)
+    inv = torch.argsort(sigma)
+    for i in range(7):
+        assert sorted(inv[torch.nonzero(mask[i]).flatten()].tolist()) == sorted((i + k) % 7 for k in range(3))
+    assert all(sorted(p.tolist()) == list(range(10)) for p in task["label_maps"])
+    assert all(sorted(p.tolist()) == list(range(36)) for p in task["input_index"])
+    assert not torch.equal(_task(seed=1)["mask"], mask) or not torch.equal(_task(seed=1)["input_index"], task["input_index"])
+
+
+def test_lexicographic_label_maps_are_the_authors_first_permutations():
+    maps = _task(m=3, perms="lexicographic")["label_maps"]
+    assert maps.tolist() == [list(range(10)), [0, 1, 2, 3, 4, 5, 6, 7, 9, 8], [0, 1, 2, 3, 4, 5, 6, 8, 7, 9]]
+
+
+def test_rotation_domains_rotate_the_image_about_its_centre():
+    idx = routing.input_index("rotate", 4, (1, 5, 5), 360.0, torch.Generator())  # 0, 90, 180, 270 degrees
+    img = torch.arange(25.0).view(1, 5, 5)
+    pad = torch.cat([img.flatten(), torch.zeros(1)])
+    turned = [pad[i].view(5, 5) for i in idx]
+    assert torch.equal(turned[0], img[0])
+    assert torch.equal(turned[1], torch.rot90(img[0], 1))  # counter-clockwise, as torchvision's rotate
+    assert torch.equal(turned[2], torch.rot90(img[0], 2))
+    assert torch.equal(turned[3], torch.rot90(img[0], 3))
+    corners = routing.input_index("rotate", 8, (1, 5, 5), 360.0, torch.Generator())[1]  # 45 degrees
+    assert (corners == 25).any()  # pixels rotated in from outside the image are zero
+
+
+def test_the_net_computes_psi_j_theta_phi_i_of_each_trained_pair_with_output_labels_permuted():
+    torch.manual_seed(0)
+    task = _task(m=4, k=2)
+    net = routing.init_(routing.RoutingNet(4, 36, 5, 10, task, "leaky", 0.1), 1.0, "per_decoder",
+                        torch.Generator().manual_seed(0)).double()
+    for p in (net.enc_b, net.shared_b, net.dec_b):
+        torch.nn.init.normal_(p)
+    x = torch.rand(3, 1, 6, 6, dtype=torch.float64)
+    y = torch.tensor([1, 7, 4])
+    out = net(x)  # (B, P, 10)
+    allp = net.all_pairs(x)[0]  # (B, M, M, 10)
+    assert out.shape == (3, 8, 10)
+    leaky = lambda z: F.leaky_relu(z, 0.1)  # noqa: E731
+    for p, (i, j) in enumerate(net.pairs.tolist()):
+        xi = torch.cat([x.flatten(1), torch.zeros(3, 1, dtype=x.dtype)], 1)[:, task["input_index"][i]]
+        h = leaky(leaky(xi @ net.enc_w[i] + net.enc_b[i]) @ net.shared_w + net.shared_b)
+        raw = h @ net.dec_w[j] + net.dec_b[j]  # logits in output domain j's label space
+        target = task["label_maps"][j][y]  # π_j(y)
+        torch.testing.assert_close(F.cross_entropy(out[:, p], y, reduction="none"),
+                                   F.cross_entropy(raw, target, reduction="none"), rtol=0, atol=1e-12)
+        assert torch.equal(out[:, p].argmax(-1) == y, raw.argmax(-1) == target)
+        torch.testing.assert_close(allp[:, i, j], out[:, p], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("fan,bound", [("per_decoder", lambda h, m: math.sqrt(6 / (h + 10))),
+                                       ("stacked3d", lambda h, m: math.sqrt(6 / (10 * h + 10 * m)))])
+def test_decoder_init_bounds(fan, bound):
+    net = routing.init_(routing.RoutingNet(20, 36, 128, 10, _task(m=20, k=5)), 0.5, fan, torch.Generator().manual_seed(0))
+    b = 0.5 * bound(128, 20)
+    assert net.dec_w.abs().max() <= b and net.dec_w.abs().max() > 0.95 * b
+    assert not net.enc_b.any() and not net.dec_b.any()
+
+
+@pytest.mark.parametrize("over,match", [
+    (["arch=routing", "arch.dense=[16]"], "go together"),
+    (["dataset=routing_mnist_perm", "arch=fc"], "go together"),
+    ([*ROUTE, "dataset.routing.K=9"], "K=9"),
+    ([*ROUTE, "regime=relu"], "dln"),
+    (["regime.gate=leaky"], "leaky"),
+])
+def test_bad_routing_settings_are_rejected(over, match):
+    with pytest.raises(ConfigError, match=match):
+        validate(make_cfg(over))
+
+
+def test_a_routing_run_records_trained_and_untrained_pairs_and_stacks_seeds_exactly(tiny_root, tmp_path):
+    over = [*ROUTE, "epochs=2", f"out_root={tmp_path}"]
+    stacked = make_cfg([*over, "seeds=[0,1]"], tiny_root)
+    out = train_runs(stacked, seed_run_dirs(stacked))
+    assert {s: r["status"] for s, r in out.items()} == {0: "completed", 1: "completed"}
+    for seed, res in out.items():
+        h = res["history"][-1]
+        assert {"test_untrained_acc", "train_trained_acc", "train_untrained_loss"} <= set(h)
+        assert 0 <= h["test_untrained_acc"] <= 1 and h["train_trained_loss"] > 0
+        single = train(make_cfg([*over, f"seed={seed}", "out_root=" + str(tmp_path / "single")], tiny_root),
+                       tmp_path / f"single{seed}")
+        a = torch.load(seed_run_dirs(stacked)[seed] / "ckpt" / "last.pt", weights_only=False)["model"]
+        b = torch.load(tmp_path / f"single{seed}" / "ckpt" / "last.pt", weights_only=False)["model"]
+        steps = 2 * 6
+        for k in b:
+            assert torch.equal(a[k], b[k]) if not a[k].is_floating_point() else \
+                (a[k] - b[k]).abs().max() <= reassociation_tol(b[k], steps)
+        assert abs(single["history"][-1]["test_acc"] - h["test_acc"]) <= 1 / (24 * 12) + 1e-9
+    saved = json.loads((seed_run_dirs(stacked)[0] / "results.json").read_text())
+    assert saved["config"]["dataset"]["routing"]["M"] == 6
