@@ -43,7 +43,7 @@ define table4_runs
 endef
 
 .PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
-	races races-quick races-report
+	races races-quick races-report routing-reduced routing-paper routing-report
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -60,6 +60,9 @@ help:
 	@echo "make races          paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
 	@echo "make races-quick    the same at reduced scale (3 seeds, N=4000 one seed; about 35 min, JOBS=2)"
 	@echo "make races-report   re-render outputs/reports/races-quick from outputs/races-quick"
+	@echo "make routing-reduced paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds): K, gain, leaky, rot"
+	@echo "make routing-paper  paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
+	@echo "make routing-report re-render outputs/reports/routing-reduced"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
@@ -141,3 +144,27 @@ endef
 
 races-report:
 	$(call races_report,outputs/races-quick,outputs/reports/races-quick)
+
+# Paper 003 (gated routing networks) into out_root $(1) at scale $(2) (routing_reduced | routing_paper):
+# the K sweep (linear), the gain sweep, the leaky and the rotated-input K sweeps; extra overrides $(3).
+define routing_runs
+	$(PYTHON) run.py -m '+experiment=$(2)' $(3) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[$(2),routing_gain]' $(3) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=$(2)' regime=leaky $(3) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_mnist_rot $(3) out_root=$(1) $(RUN_ARGS)
+endef
+define routing_report
+	$(PYTHON) -m gatelab.papers.routing table --runs $(1) --out $(2) --command "$(CMD)"
+endef
+
+routing-reduced:
+	$(call routing_runs,outputs/routing-reduced,routing_reduced,)
+	$(call routing_report,outputs/routing-reduced,outputs/reports/routing-reduced)
+
+routing-paper:
+	$(call routing_runs,outputs/routing-paper,routing_paper,)
+	$(PYTHON) run.py -m '+experiment=routing_paper' dataset.routing.M=100 dataset.routing.K=10,20,30,40,50,60,70,80,90 out_root=outputs/routing-paper $(RUN_ARGS)
+	$(call routing_report,outputs/routing-paper,outputs/reports/routing-paper)
+
+routing-report:
+	$(call routing_report,outputs/routing-reduced,outputs/reports/routing-reduced)
