@@ -1,6 +1,7 @@
 """Paper 003's routing task and network (gatelab.routing) in the shared loop."""
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -123,3 +124,28 @@ def test_a_routing_run_records_trained_and_untrained_pairs_and_stacks_seeds_exac
         assert abs(single["history"][-1]["test_acc"] - h["test_acc"]) <= 1 / (24 * 12) + 1e-9
     saved = json.loads((seed_run_dirs(stacked)[0] / "results.json").read_text())
     assert saved["config"]["dataset"]["routing"]["M"] == 6
+
+
+def test_routing_report_lays_out_trained_and_untrained_error_with_standard_errors(tiny_root, tmp_path):
+    import pandas as pd
+    from gatelab.papers import routing as paper
+    over = [*ROUTE, "epochs=2", f"out_root={tmp_path}", "seeds=[0,1,2]"]
+    for k in (2, 6):
+        cfg = make_cfg([*over, f"dataset.routing.K={k}"], tiny_root)
+        train_runs(cfg, seed_run_dirs(cfg))
+    df = paper.write_table(tmp_path, tmp_path / "out", command="make routing-reduced")
+    assert sorted(df.K) == [2, 6] and set(df.n) == {3}
+    rows, _ = paper.scan(tmp_path)
+    for _, line in df.iterrows():
+        errs = [100 * (1 - json.loads((Path(r["path"]) / "results.json").read_text())["history"][-1]["test_untrained_acc"])
+                for r in rows if r["K"] == line.K] if line.K < 6 else None
+        if errs:
+            assert line.err_untrained == pytest.approx(sum(errs) / 3)
+            assert line.err_untrained_se == pytest.approx(pd.Series(errs).std() / math.sqrt(3))
+    assert math.isnan(df[df.K == 6].err_untrained.item())  # K = M: no untrained pair
+    text = (tmp_path / "out" / "routing.md").read_text()
+    assert "make routing-reduced" in text and (tmp_path / "out" / "error_vs_K.png").is_file()
+    # the zero-shot threshold: the smallest K/M whose gap is within 2 s.e.
+    fake = pd.DataFrame({"task": "t", "regime": "dln", "M": 10, "K": [2, 4, 6], "K_over_M": [.2, .4, .6],
+                         "gain": 1.0, "within_2se": [False, True, True]})
+    assert paper.zero_shot_threshold(fake).K_over_M.item() == 0.4

@@ -209,6 +209,7 @@ def pair_metrics(model: RoutingNet, split, batch: int, limit: Optional[int] = No
     model.train()
     trained = mask.flatten(1).sum(1).double() * n
     untrained = (~mask).flatten(1).sum(1).double() * n
+    none = torch.where(untrained > 0, untrained, torch.nan)  # K = M: no untrained pair, NaN (null in results)
     res = {"trained_loss": sums["lt"] / trained, "trained_acc": sums["at"] / trained,
-           "untrained_loss": sums["lu"] / untrained.clamp_min(1), "untrained_acc": sums["au"] / untrained.clamp_min(1)}
+           "untrained_loss": sums["lu"] / none, "untrained_acc": sums["au"] / none}
     return {k: v.tolist() for k, v in res.items()}
