@@ -43,7 +43,7 @@ define table4_runs
 endef
 
 .PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
-	races races-quick races-report routing-reduced routing-paper routing-report
+	races races-quick races-report routing-reduced routing-paper routing-report routing-toy
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -63,6 +63,7 @@ help:
 	@echo "make routing-reduced paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds): K, gain, leaky, rot"
 	@echo "make routing-paper  paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-report re-render outputs/reports/routing-reduced"
+	@echo "make routing-toy    paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
 
@@ -168,3 +169,6 @@ routing-paper:
 
 routing-report:
 	$(call routing_report,outputs/routing-reduced,outputs/reports/routing-reduced)
+
+routing-toy:
+	$(PYTHON) -m gatelab.papers.routing toy --out outputs/reports/routing-toy

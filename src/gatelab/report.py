@@ -44,14 +44,24 @@ class Run:
     train_curve: tuple = ()  # running-mean train accuracy per epoch, %
 
 
-def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
-    """Every results.json below ``runs_dir``; unreadable or foreign files are listed, not counted."""
-    runs, bad = [], []
+def results_below(runs_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
+    """(path, results) of every readable results.json below ``runs_dir``, and the unreadable or
+    foreign ones (listed, never counted)."""
+    found, bad = [], []
     for path in sorted(Path(runs_dir).rglob(RESULTS)):
         res = read_results(path)
         if res is None:
             bad.append(f"{path}: truncated, unreadable or of another results version")
-            continue
+        else:
+            found.append((path, res))
+    return found, bad
+
+
+def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
+    """Every results.json below ``runs_dir``; unreadable or foreign files are listed, not counted."""
+    runs = []
+    found, bad = results_below(runs_dir)
+    for path, res in found:
         c, env = res["config"], res.get("env") or {}
         best = res.get("best_test_acc")
         train_accs = [100.0 * h["train_acc"] for h in res.get("history", []) if h.get("train_acc") is not None]

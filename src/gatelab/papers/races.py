@@ -38,7 +38,7 @@ from omegaconf import OmegaConf
 
 from .. import checkpoints, data as data_mod, neurons, plotting, pruning, report
 from ..plotting import plt
-from ..results import RESULTS, read_results
+from ..results import RESULTS
 
 TAUS = (0.70, 0.95, 0.99)
 SPARSITIES = (0.2, 0.5, 0.7)
@@ -78,12 +78,9 @@ class RaceRun:
 
 def scan(runs_dir: Path) -> tuple[list[RaceRun], list[str]]:
     """The race runs below ``runs_dir`` (one hidden layer, Gaussian init); others are ignored."""
-    runs, bad = [], []
-    for path in sorted(Path(runs_dir).rglob(RESULTS)):
-        res = read_results(path)
-        if res is None:
-            bad.append(f"{path}: truncated, unreadable or of another results version")
-            continue
+    runs = []
+    found, bad = report.results_below(runs_dir)
+    for path, res in found:
         c = res["config"]
         if c["arch"].get("init") != "gaussian" or len(c["arch"]["dense"]) != 1 or c["dataset"]["name"] != "cifar10_binary":
             continue

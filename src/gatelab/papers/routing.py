@@ -1,6 +1,7 @@
 """Paper 003, "The Neural Race Reduction": the routing experiments (Figs 7b-d, 8, 9, 10; App. D).
 
 ``python -m gatelab.papers.routing table --runs outputs/routing-reduced --out outputs/reports/routing-reduced``
+``python -m gatelab.papers.routing toy --out outputs/reports/routing-toy`` (Figs 3-6, :mod:`gatelab.routing_toy`)
 
 Reads the runs of ``arch=routing`` (``+experiment=routing_reduced`` or ``routing_paper``) and lays
 out, per task (dataset, regime, M) and K, the error (1 − accuracy) and the loss on the trained and
@@ -20,7 +21,6 @@ import pandas as pd
 
 from .. import plotting, report
 from ..plotting import plt
-from ..results import RESULTS, read_results
 
 METRICS = {"err_trained": ("test_acc", True), "err_untrained": ("test_untrained_acc", True),
            "loss_trained": ("test_loss", False), "loss_untrained": ("test_untrained_loss", False),
@@ -31,12 +31,9 @@ PLATEAU_FRACTION = 0.1
 
 def scan(runs_dir: Path) -> tuple[list[dict], list[str]]:
     """One dict per routing run below ``runs_dir``: its task, settings, status and last-epoch metrics."""
-    rows, bad = [], []
-    for path in sorted(Path(runs_dir).rglob(RESULTS)):
-        res = read_results(path)
-        if res is None:
-            bad.append(f"{path}: truncated, unreadable or of another results version")
-            continue
+    rows = []
+    found, bad = report.results_below(runs_dir)
+    for path, res in found:
         c = res["config"]
         rt = c["dataset"].get("routing")
         if not rt:
@@ -190,11 +187,30 @@ def write_table(runs_dir: Path, out: Path, command: str = "") -> pd.DataFrame:
     return df
 
 
+def toy(out: Path) -> dict:
+    """Figs 3-6: the toy routing task and XoR against the reduced ODEs (:mod:`gatelab.routing_toy`);
+    writes the figures and ``toy_summary.json``."""
+    import json
+
+    from .. import routing_toy
+    res = routing_toy.run_all()
+    routing_toy.figures(out, res)
+    summary = routing_toy.summary(res)
+    (Path(out) / "toy_summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    return summary
+
+
 def main(argv=None) -> None:
-    ap, _, t = report.paper_cli("python -m gatelab.papers.routing", __doc__, "table",
-                                "the routing table (routing.{md,csv}) and figures from the runs below --runs")
+    ap, sub, t = report.paper_cli("python -m gatelab.papers.routing", __doc__, "table",
+                                  "the routing table (routing.{md,csv}) and figures from the runs below --runs")
+    tp = sub.add_parser("toy", help="Figs 3-6: the toy task and XoR against the reduced ODEs (about 20 s)")
+    tp.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     started = plotting.now()
+    if args.what == "toy":
+        print((args.out / "toy_summary.json").read_text() if toy(args.out) else "")
+        plotting.write_provenance(args.out, "gatelab.papers.routing", argv, {"toy": "paper parameters"}, started)
+        return
     df = write_table(args.runs, args.out, args.command)
     print((args.out / "routing.md").read_text())
     print(f"{len(df)} lines -> {args.out}/routing.*", file=sys.stderr)
