@@ -149,3 +149,59 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     fake = pd.DataFrame({"task": "t", "regime": "dln", "M": 10, "K": [2, 4, 6], "K_over_M": [.2, .4, .6],
                          "gain": 1.0, "within_2se": [False, True, True]})
     assert paper.zero_shot_threshold(fake).K_over_M.item() == 0.4
+
+
+# ---- CIFAR features from the frozen backbone (gatelab.backbone) ----
+
+@pytest.fixture
+def fake_backbone(tmp_path, monkeypatch, tiny_root):
+    """A randomly initialised ResNet-20 saved as akamaster's checkpoint (DataParallel keys) in a
+    copy of the tiny data root; the expected hash is the fake's own."""
+    import shutil
+    from gatelab import backbone
+    root = tmp_path / "data"
+    shutil.copytree(tiny_root, root)
+    torch.manual_seed(0)
+    net = backbone.ResNet20()
+    for m in net.modules():  # non-trivial batch-norm statistics
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.1, 0.1)
+            m.running_var.uniform_(0.5, 1.5)
+    torch.save({"best_prec1": 0.0, "state_dict": {f"module.{k}": v for k, v in net.state_dict().items()}},
+               root / backbone.RESNET20_FILE)
+    monkeypatch.setattr(backbone, "RESNET20_SHA256", backbone.sha256(root / backbone.RESNET20_FILE))
+    monkeypatch.setenv("GATELAB_CACHE", str(tmp_path / "cache"))
+    return root, net.eval()
+
+
+def test_backbone_is_checked_and_its_features_are_stages_1_2_pooled_of_each_rotation(fake_backbone, tmp_path):
+    from gatelab import backbone
+    root, net = fake_backbone
+    loaded = backbone.load_resnet20(root)
+    keys = [k for k in loaded.state_dict() if not k.endswith("num_batches_tracked")]
+    assert len(keys) == 97 and all(torch.equal(loaded.state_dict()[k], net.state_dict()[k]) for k in keys)
+    images = torch.randint(0, 256, (5, 3, 32, 32), dtype=torch.uint8)
+    index = routing.input_index("rotate", 4, (3, 32, 32), 360.0, torch.Generator())
+    feats = backbone.rotated_features(loaded, images, index, "resnet20")
+    assert feats.shape == (5, 4, 512)
+    with torch.no_grad():
+        z = net.layer2(net.layer1(F.relu(net.bn1(net.conv1(images.float() / 255)))))
+        torch.testing.assert_close(feats[:, 0], F.avg_pool2d(z, 4).flatten(1))  # rotation 0: the image itself
+        torch.testing.assert_close(feats[:, 2], net.features(torch.rot90(images.float() / 255, 2, (2, 3))))
+    (root / backbone.RESNET20_FILE).write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="sha256"):
+        backbone.load_resnet20(root)
+    with pytest.raises(FileNotFoundError, match=backbone.RESNET20_FILE):
+        backbone.load_resnet20(tmp_path / "nowhere")
+
+
+def test_a_cifar_routing_run_trains_on_cached_backbone_features(fake_backbone, tmp_path):
+    root, _ = fake_backbone
+    over = ["dataset=routing_cifar_rot", *ROUTE[1:], "epochs=1", "dataset.limit_train=40", "dataset.limit_test=20"]
+    cfg = make_cfg(over, root, tmp_path / "run")
+    res = train(cfg, tmp_path / "run")
+    assert res["status"] == "completed" and res["model"]["params"] == 6 * (512 * 16 + 16) + 16 * 16 + 16 + 6 * (16 * 10 + 10)
+    cached = list((tmp_path / "cache" / "features").glob("*.npz"))
+    assert len(cached) == 1 and json.loads((tmp_path / "cache" / "features" / "backbone.json").read_text())["test_images"] == 20
+    again = train(make_cfg([*over, "force=true"], root, tmp_path / "run2"), tmp_path / "run2")  # from the cache
+    assert again["history"][-1]["test_acc"] == res["history"][-1]["test_acc"]

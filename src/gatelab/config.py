@@ -134,6 +134,9 @@ class RoutingConfig:
     input: RoutingInput = RoutingInput.permute
     max_angle: float = 180.0  # rotation of domain i: max_angle*i/M degrees (paper 180, code 270)
     output_perms: OutputPerms = OutputPerms.random
+    # CIFAR: the inputs are the frozen backbone's 512-d features of each rotated copy (gatelab.backbone):
+    # resnet20 (raw images, the authors' code) | resnet20_imagenet_norm; None: the pixels themselves
+    features: Optional[str] = later(None)
 
 
 @dataclass
@@ -282,6 +285,10 @@ def validate(cfg: Any) -> None:
             raise ConfigError(f"arch=routing trains regime=dln (linear) or regime=leaky, not {reg.name}")
         if ds.task != Task.classification:
             raise ConfigError("a routing task is a classification task")
+        if routing.get("features") is not None and (routing.features not in ("resnet20", "resnet20_imagenet_norm")
+                                                    or routing.input != RoutingInput.rotate or ds.source != Source.cifar10):
+            raise ConfigError(f"dataset.routing.features={routing.features}: resnet20 | resnet20_imagenet_norm "
+                              "features of rotated CIFAR-10 images (source=cifar10, input=rotate)")
         if routing.output_perms == OutputPerms.lexicographic and routing.M > 120:
             raise ConfigError("output_perms=lexicographic gives distinct label maps for M <= 120 only")
     elif reg.gate == Gate.leaky:

@@ -200,6 +200,16 @@ def normalizer(kind: str, train_x: torch.Tensor) -> tuple[float, float]:
     raise ValueError(f"unknown dataset.normalize {kind!r}")
 
 
+def _routing_features(routing, data_cfg, train: Split, test: Split) -> tuple[Split, Split]:
+    """Splits whose examples are the (1, 1, M·512) backbone features of the M rotated copies."""
+    from . import backbone, routing as routing_mod
+    index = routing_mod.input_index("rotate", routing.M, tuple(train.x.shape[1:]), routing.max_angle, torch.Generator())
+    feats = backbone.cached_features(routing, data_root(data_cfg.root),
+                                     {"train": (train.x.cpu(), train.y.cpu()), "test": (test.x.cpu(), test.y.cpu())},
+                                     index)
+    return tuple(Split(feats[k].view(len(s), 1, 1, -1).to(s.x.device), s.y) for k, s in (("train", train), ("test", test)))
+
+
 def load(ds_cfg, data_cfg, device) -> Data:
     """Load the dataset of ``ds_cfg`` (:class:`gatelab.config.DatasetConfig`) onto ``device``."""
     arrays = load_arrays(ds_cfg.source, data_cfg.root, data_cfg.download)
@@ -214,6 +224,10 @@ def load(ds_cfg, data_cfg, device) -> Data:
     train = _split(arrays["x_train"], arrays["y_train"], ds_cfg, ds_cfg.limit_train, device)
     test = _split(arrays["x_test"], arrays["y_test"], ds_cfg, ds_cfg.limit_test, device)
     shift, div = normalizer(ds_cfg.get("normalize") or "unit", train.x)
+    routing = ds_cfg.get("routing")
+    if routing is not None and routing.get("features"):  # paper 003 CIFAR: frozen-backbone features
+        train, test = _routing_features(routing, data_cfg, train, test)
+        shift, div = 0.0, 1.0
     for split in (train, test):
         split.shift, split.div = shift, div
     out_dim = 1 if ds_cfg.task == "binary" else ds_cfg.num_classes

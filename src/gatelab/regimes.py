@@ -21,7 +21,6 @@ A new regime is a new yaml; new *kinds* of feature initialisation go in :func:`i
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -131,7 +130,7 @@ def build_routing(cfg, in_shape: tuple, out_dim: int) -> routing.RoutingNet:
     """A routing net (paper 003) with its task drawn from ``cfg.seed`` (:mod:`gatelab.routing`)."""
     arch, reg = cfg.arch, cfg.regime
     task = routing.make_task(cfg.dataset.routing, tuple(in_shape), out_dim, cfg.seed)
-    net = routing.RoutingNet(cfg.dataset.routing.M, math.prod(in_shape), arch.dense[0], out_dim, task,
+    net = routing.RoutingNet(cfg.dataset.routing.M, task["input_index"].shape[1], arch.dense[0], out_dim, task,
                              "leaky" if reg.gate == "leaky" else "none", reg.get("slope", 0.01))
     return routing.init_(net, arch.init_gain, arch.decoder_fan, init_generator(cfg.seed))
 

@@ -80,7 +80,10 @@ def pair_mask(m: int, k: int, gen: torch.Generator) -> torch.Tensor:
 def make_task(routing, shape: tuple, classes: int, seed: int) -> dict:
     """The transforms, label maps and pair mask of a run (saved with it in its checkpoints)."""
     gen = task_generator(seed)
-    idx = input_index(routing.input, routing.M, shape, routing.max_angle, gen)
+    if routing.get("features"):  # the inputs are already per domain (gatelab.backbone): domain i's block
+        idx = torch.arange(math.prod(shape)).view(routing.M, -1)
+    else:
+        idx = input_index(routing.input, routing.M, shape, routing.max_angle, gen)
     maps = label_maps(routing.output_perms, routing.M, classes, gen)
     return {"input_index": idx, "label_maps": maps, "mask": pair_mask(routing.M, routing.K, gen)}
 
