@@ -43,7 +43,7 @@ define table4_runs
 endef
 
 .PHONY: help install test run table2 table2-mnist table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
-	races races-quick races-report routing-reduced routing-paper routing-report routing-toy
+	races races-quick races-report routing-reduced routing-paper routing-report routing-toy routing-features
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -63,6 +63,7 @@ help:
 	@echo "make routing-reduced paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds): K, gain, leaky, rot"
 	@echo "make routing-paper  paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-report re-render outputs/reports/routing-reduced"
+	@echo "make routing-features CIFAR backbone features (reduced and paper scale) and the backbone's accuracy"
 	@echo "make routing-toy    paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
@@ -153,17 +154,19 @@ define routing_runs
 	$(PYTHON) run.py -m '+experiment=[$(2),routing_gain]' $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=$(2)' regime=leaky $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_mnist_rot $(3) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_cifar_rot 'arch.dense=[1024]' $(4) $(3) out_root=$(1) $(RUN_ARGS)
 endef
+ROUTING_CIFAR_REDUCED = dataset.limit_train=5000 dataset.limit_test=1000
 define routing_report
 	$(PYTHON) -m gatelab.papers.routing table --runs $(1) --out $(2) --command "$(CMD)"
 endef
 
 routing-reduced:
-	$(call routing_runs,outputs/routing-reduced,routing_reduced,)
+	$(call routing_runs,outputs/routing-reduced,routing_reduced,,$(ROUTING_CIFAR_REDUCED))
 	$(call routing_report,outputs/routing-reduced,outputs/reports/routing-reduced)
 
 routing-paper:
-	$(call routing_runs,outputs/routing-paper,routing_paper,)
+	$(call routing_runs,outputs/routing-paper,routing_paper,,)
 	$(PYTHON) run.py -m '+experiment=routing_paper' dataset.routing.M=100 dataset.routing.K=10,20,30,40,50,60,70,80,90 out_root=outputs/routing-paper $(RUN_ARGS)
 	$(call routing_report,outputs/routing-paper,outputs/reports/routing-paper)
 
@@ -172,3 +175,7 @@ routing-report:
 
 routing-toy:
 	$(PYTHON) -m gatelab.papers.routing toy --out outputs/reports/routing-toy
+
+routing-features:
+	$(PYTHON) -m gatelab.papers.routing features $(DATA_ARG) $(ROUTING_CIFAR_REDUCED)
+	$(PYTHON) -m gatelab.papers.routing features $(DATA_ARG) dataset.routing.M=40

@@ -200,12 +200,30 @@ def toy(out: Path) -> dict:
     return summary
 
 
+def features(overrides: list[str]) -> dict:
+    """Compute (or find) the cached backbone features of a CIFAR routing config and return the
+    backbone's test accuracy record (:mod:`gatelab.backbone`)."""
+    import json
+
+    from .. import backbone, data as data_mod
+    from ..runs import compose
+    cfg = compose(["dataset=routing_cifar_rot", "arch=routing", "regime=dln", *overrides])
+    data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    info = json.loads((backbone.cache_dir() / "backbone.json").read_text())
+    return {"train": tuple(data.train.x.shape), "test": tuple(data.test.x.shape), "cache": str(backbone.cache_dir()), **info}
+
+
 def main(argv=None) -> None:
     ap, sub, t = report.paper_cli("python -m gatelab.papers.routing", __doc__, "table",
                                   "the routing table (routing.{md,csv}) and figures from the runs below --runs")
     tp = sub.add_parser("toy", help="Figs 3-6: the toy task and XoR against the reduced ODEs (about 20 s)")
     tp.add_argument("--out", type=Path, required=True)
+    fp = sub.add_parser("features", help="cache the CIFAR backbone features of a config; print the backbone's accuracy")
+    fp.add_argument("overrides", nargs="*", help="config overrides (dataset.routing.M=..., dataset.limit_train=...)")
     args = ap.parse_args(argv)
+    if args.what == "features":
+        print(features(args.overrides))
+        return
     started = plotting.now()
     if args.what == "toy":
         print((args.out / "toy_summary.json").read_text() if toy(args.out) else "")
