@@ -221,7 +221,23 @@ def _pm(m, s, digits=1, n=2) -> str:
     return f"{m:.{digits}f}" if s is None or math.isnan(s) or n < 2 else f"{m:.{digits}f} ± {s:.{digits}f}"
 
 
-def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str) -> str:
+STABLE_MAX_N = 800  # Algorithm 1 costs probes x N x 1024 per iteration: the N=4000 cells are left out
+
+
+def stable_cells(races: list[RaceRun], root: Optional[str] = None) -> dict:
+    """{N: (stable cells with sign +1, with sign -1)} of each main training set with N <= 800."""
+    out = {}
+    for r in sorted(races, key=lambda r: r.n):
+        if r.n in out or r.n > STABLE_MAX_N or r.normalize != DEFAULT["normalize"] or r.imp is not None:
+            continue
+        (x, y), _ = run_data(r, root)
+        out[r.n] = tuple(neurons.stable_cell_count(x, y, generator=torch.Generator().manual_seed(0), sign=s)
+                         for s in (1, -1))
+    return out
+
+
+def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str,
+                  stable: Optional[dict] = None) -> str:
     main = df[df.main]
     rule = f"{df.linkage.iloc[0]} linkage, total weight vector {df.parts.iloc[0]}"
     out = ["# Table 1 (paper 004, Appendix G): merging clusters of aligned neurons", "",
@@ -258,6 +274,13 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
         out.append(f"| {std:g} | {n} | {line.epochs} | {math.ceil(n / 4)} | {_pm(line.acc_train, None)} | "
                    f"{_pm(line.acc_test, None)} | {_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | "
                    f"{_pm(line.half_step, None, 0)} |")
+    if stable:
+        out += ["", "Stable cells of the training set (Appendix D, Algorithm 1, 1000 probes; both alignments of the "
+                "outgoing weights) beside the clusters k at τ=0.99 (σ₀=1e-5):", "",
+                "| N | stable cells (class 1 / class 2) | k@0.99 |", "|---|---|---|"]
+        for n, (a, b) in sorted(stable.items()):
+            k = main[(main.N == n) & (main.sigma0 == 1e-5) & (main.tau == 0.99)].k_mean
+            out.append(f"| {n} | {a} / {b} | {_pm(k.iloc[0], None) if len(k) else '—'} |")
     checks = df[(df.sigma0 == 1e-5) & (df.N == 200) & (df.d == DEFAULT["d"]) & ~df.main]
     if len(checks):
         out += ["", "## Checks on the cell N=200, σ₀=1e-5 (inputs and length)", "",
@@ -286,7 +309,7 @@ def write_table1(runs_dir: Path, out: Path, command: str = "", root: Optional[st
     df = table1(races, root, epochs, rule)
     plain_runs, _ = report.scan(runs_dir)
     paths = {str(r.path) for r in races}
-    text = render_table1(df, [r for r in plain_runs if r.path in paths], bad, command)
+    text = render_table1(df, [r for r in plain_runs if r.path in paths], bad, command, stable_cells(races, root))
     report.write_outputs(out, "table1", df, {"md": text})
     return df
 
