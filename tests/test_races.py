@@ -234,3 +234,13 @@ def test_race_figures_are_written_with_their_data(race_runs, tmp_path):
         run = next(f for f in found if f.imp is None and f.seed == line.seed)
         labels = neurons.clusters(neurons.total_weights(races.net_at(run, "last.pt")), 0.95)
         assert line.k_end == int(labels.max()) + 1
+
+
+def test_figures_show_the_main_epochs_and_inputs_only(race_runs):
+    import dataclasses
+    from gatelab.papers import races
+    found, _ = races.scan(race_runs[0])
+    longer = [dataclasses.replace(r, epochs=300) for r in found[:1]]
+    unit = [dataclasses.replace(r, normalize="unit") for r in found[:1]]
+    kept = races.main_runs(found + longer + unit)
+    assert kept == found  # the 300-epoch and unit-input variants are left to the checks

@@ -495,8 +495,18 @@ def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
     return s
 
 
+def main_runs(runs: list[RaceRun]) -> list[RaceRun]:
+    """The runs the figures show: the default input scale and the most common epoch count (the
+    checks' other inputs and lengths are left to Table 1's check section)."""
+    dense = [r for r in runs if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]]
+    if not dense:
+        return []
+    epochs = int(pd.Series([r.epochs for r in dense]).mode().iloc[0])
+    return [r for r in runs if r.normalize == DEFAULT["normalize"] and r.epochs == epochs]
+
+
 def figures(runs_dir: Path, out: Path, root: Optional[str] = None, early: Optional[int] = None) -> dict:
-    runs, _ = scan(runs_dir)
+    runs = main_runs(scan(runs_dir)[0])
     if not runs:
         raise SystemExit(f"no race runs (+experiment=race) below {runs_dir}")
     _index_imp(runs)
