@@ -98,14 +98,16 @@ def train(cfg, run_dir: Path) -> dict:
     return train_seeds(cfg, {int(cfg.seed): Path(run_dir)})[int(cfg.seed)]
 
 
-def prerequisite(cfg):
-    """The config of the run that this run is made from, trained first when it is missing: the ReLU
-    run of an FLNPF run with ``regime.source=auto``, the previous round of an IMP round; else None."""
+def prerequisite(cfg) -> tuple:
+    """(config, name) of the run that this run is made from, trained first when it is missing: the
+    ReLU run of an FLNPF run with ``regime.source=auto``, the previous round of an IMP round; else
+    (None, None)."""
     if regimes.needs_source(cfg) and cfg.regime.source == "auto":
-        return regimes.relu_twin(cfg)
+        return regimes.relu_twin(cfg), "the ReLU source run"
     if pruning.active(cfg):
-        return pruning.parent(cfg)
-    return None
+        r = cfg.imp.round - 1
+        return pruning.parent(cfg), f"IMP round {r}" if r else "the dense run (IMP round 0)"
+    return None, None
 
 
 def train_runs(cfg, run_dirs: dict) -> dict:
@@ -114,21 +116,20 @@ def train_runs(cfg, run_dirs: dict) -> dict:
     cell and seeds), or reusing them."""
     if not cfg.stack_seeds and len(run_dirs) > 1:
         return {s: r for seed, d in run_dirs.items() for s, r in train_runs(cfg, {seed: d}).items()}
-    first = prerequisite(cfg)
+    first, what = prerequisite(cfg)
     if first is not None:
         first_dirs = {s: run_dir_of(OmegaConf.merge(first, {"seed": s, "seeds": None})) for s in run_dirs}
         missing = {s: d for s, d in first_dirs.items() if finished_results(d) is None}
         for s, d in first_dirs.items():
             if s not in missing:
-                log.info("seed %d: reusing the prerequisite run %s", s, d)
+                log.info("seed %d: reusing %s %s", s, what, d)
         if missing:
-            log.info("seeds %s: the prerequisite run is missing; training it first in %s", sorted(missing),
+            log.info("seeds %s: %s is missing; training it first in %s", sorted(missing), what,
                      ", ".join(map(str, missing.values())))
             done = train_runs(first, missing)
             bad = {s: r["status"] for s, r in done.items() if r["status"] != "completed"}
             if bad:
-                raise RuntimeError(f"the prerequisite runs of seeds {bad} did not complete; "
-                                   f"{cfg.regime.name} cannot start")
+                raise RuntimeError(f"{what} of seeds {bad} did not complete; {cfg.regime.name} cannot start")
     return train_seeds(cfg, run_dirs)
 
 
