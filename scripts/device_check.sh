@@ -6,7 +6,10 @@
 # Steps:
 #   1. `python run.py device=cuda` end to end on full CIFAR-10 (GCONV, 3 epochs): placement on real hardware;
 #   2. seconds per epoch per seed, single vs seed-stacked (S=5), fp32 (scripts/bench.py --quick);
-#   3. per-epoch test accuracy of GCONV and VCONV, relu and dlnpf, eager fp32 (3 epochs each).
+#   3. per-epoch test accuracy of GCONV and VCONV, relu and dlnpf, eager fp32 (3 epochs each);
+#   4. paper 003: seconds per epoch of a routing net at paper scale (MNIST perm/perm M=40, h=128,
+#      batch 8, 10 seeds stacked) on 6000 images, for the GPU-hour cost of `make routing-paper`
+#      (needs mnist.npz in $GATELAB_DATA too: 11 MB).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; DATA=${GATELAB_DATA:-/tmp/d}; mkdir -p "$OUT"
 step() { local name=$1 limit=$2; shift 2; echo "== $name (limit ${limit}s)" | tee -a "$OUT/device_check.log"
@@ -22,6 +25,8 @@ step "2 bench fp32 (single vs S=5)" 150 python scripts/bench.py --device cuda --
 for arch in gconv vconv; do for regime in relu dlnpf; do
   step "3 $arch $regime eager fp32" 60 python run.py device=cuda arch=$arch regime=$regime epochs=3 $common
 done; done
+step "4 routing paper scale, 6000 images, S=10" 120 python run.py device=cuda +experiment=routing_paper \
+  dataset.limit_train=6000 dataset.limit_test=1000 dataset.routing.K=20 epochs=2 progress=false data.root=$DATA out_root=$OUT/runs
 python - "$OUT" <<'PY' >> "$OUT/device_check.md" 2>&1
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
