@@ -11,10 +11,11 @@ from gatelab.results import RESULTS_VERSION
 from gatelab.train import train
 
 
-def fake_run(root, arch, opt, dataset, regime, lr, seed, best, status="completed", epochs=3):
+def fake_run(root, arch, opt, dataset, regime, lr, seed, best, status="completed", epochs=3, history=None):
     d = root / f"{arch}-{opt}-{lr}" / regime / f"seed{seed}"
     d.mkdir(parents=True)
-    res = {"version": RESULTS_VERSION, "status": status, "seed": seed,
+    best_epoch = max(history, key=lambda h: h["test_acc"])["epoch"] if history else None
+    res = {"version": RESULTS_VERSION, "status": status, "seed": seed, "history": history or [], "best_epoch": best_epoch,
            "best_test_acc": best if status == "completed" else None, "finished_at": f"2026-01-01T00:00:{seed:02d}Z",
            "env": {"git_commit": "abc1234", "device_name": "cpu"},
            "config": {"arch": {"name": arch}, "optimizer": {"name": opt, "lr": lr}, "epochs": epochs,
@@ -134,3 +135,25 @@ def test_table4_rows_train_and_test_beside_the_paper(tmp_path):
     md = (tmp_path / "out" / "table4.md").read_text()
     assert "| β=16, ε=0.4 | 99.00 | 99.00 | **70.00**† | 71.00 | -1.00 | 1 |" in md
     assert "| Deep linear network | 51.00 ± 1.41 | 50.42 | **39.00 ± 1.41** | 39.39 | -0.39 | 2 |" in md
+
+
+def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):
+    """``--lr adam=3e-4`` keeps that step size only; the length section gives, per cell, the best
+    epochs and the first epoch within 0.05 points of the final best-so-far mean."""
+    root = tmp_path / "runs"
+    curves = {0: [90.0, 95.0, 96.0, 96.02, 96.0], 1: [91.0, 94.0, 96.2, 96.1, 96.3]}
+    for seed, c in curves.items():
+        hist = [{"epoch": e + 1, "test_acc": a / 100, "train_acc": 0.99 + e / 1000} for e, a in enumerate(c)]
+        fake_run(root, "fc", "adam", "mnist", "relu", 1e-4, seed, max(c) / 100, epochs=5, history=hist)
+        fake_run(root, "fc", "adam", "mnist", "relu", 3e-4, seed, 0.5, epochs=5, history=hist)
+    df = npf.write_table2(root, tmp_path / "out", lrs={"adam": 1e-4})
+    line = df[df.regime == "relu"].iloc[0]
+    assert line.lr == 1e-4 and line.n == 2 and line["mean"] == pytest.approx(96.16)
+    # mean best-so-far: 90.5, 94.5, 96.1, 96.11, 96.16 -> within 0.05 of 96.16 first at epoch 4
+    assert line["epochs_within_0.05"] == 4 and line.best_epochs == "4;5"
+    assert line.final_train_acc == pytest.approx(99.4) and line.final_test_acc == pytest.approx(96.15)
+    assert line.std_other_ddof == pytest.approx(statistics.pstdev([96.02, 96.3]))
+    text = (tmp_path / "out" / "table2.md").read_text()
+    assert "## Length" in text and "| FC | Adam | ReLU | 0.0001 | 5 | 4;5 | 4 |" in text
+    other = npf.write_table2(root, tmp_path / "out3", lrs={"adam": 3e-4})
+    assert other[other.regime == "relu"].iloc[0]["mean"] == pytest.approx(50.0)
