@@ -452,44 +452,53 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
     return both
 
 
+def _scatter(ax, x, y, df, title, xlabel, ylabel, logy=False):
+    sc = ax.scatter(x, y, c=np.log10(df.a_end), s=6)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title, yscale="log" if logy else "linear")
+    return sc
+
+
 def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
-    """Fig 4 and Fig 5 for every (σ₀, N) cell of the paper's grid found (first seed)."""
+    """Fig 4 for every (σ₀, N) cell of the paper's grid found, Fig 5 for those with IMP runs (first
+    seed); the Spearman ρ and growth slopes of each cell in ``figures4_5_stats.csv``."""
     cells = sorted({r.cell for r in runs if r.imp is None and r.status == "completed" and r.d == DEFAULT["d"]
-                    and r.normalize == DEFAULT["normalize"]})
+                    and r.normalize == DEFAULT["normalize"]} & set(PAPER_TABLE1))
     stats, frames = [], []
-    fig4, ax4 = plt.subplots(2, max(1, len(cells)), figsize=(4 * max(1, len(cells)), 7), squeeze=False)
-    fig5, ax5 = plt.subplots(len(SPARSITIES), max(1, len(cells)), figsize=(4 * max(1, len(cells)), 10), squeeze=False)
-    for j, (std, n) in enumerate(cells):
+    for std, n in cells:
         run = _pick(runs, std, n)
         df, info = neuron_table(run, root, early)
         df["sigma0"], df["N"], df["seed"], df["early_step"] = std, n, run.seed, info["early"]
         frames.append(df)
-        for i, when in enumerate(("0", "early")):
-            ax = ax4[i, j]
-            sc = ax.scatter(df[f"cos_{when}"], df[f"a_{when}"], c=np.log10(df.a_end), s=6)
-            ax.set(yscale="log", xlabel="cos δ̄", ylabel="a = ‖w1‖‖w2‖",
-                   title=f"σ₀={std:g} N={n}: t={'0' if when == '0' else info['early']}")
-        fig4.colorbar(sc, ax=ax4[:, j], fraction=0.03, label="log10 a(end)")
-        grow = np.log(df.a_early / df.a_0)
-        slope, intercept = np.polyfit(df.cos_early, grow, 1)
+        grow = np.log(df.a_early / df.a_0)  # Thm 3.11: log a(t)/a(0) linear in cos δ̄ early on
+        slope, _ = np.polyfit(df.cos_early, grow, 1)
+        log_end = torch.tensor(np.log(df.a_end.values))
         line = {"sigma0": std, "N": n, "seed": run.seed, "early_step": info["early"], "drop_step": info["drop"],
-                "rho_cos_early_log_a_end": neurons.spearman(torch.tensor(df.cos_early.values), torch.tensor(np.log(df.a_end.values))),
-                "rho_cos_0_log_a_end": neurons.spearman(torch.tensor(df.cos_0.values), torch.tensor(np.log(df.a_end.values))),
+                "rho_cos_early_log_a_end": neurons.spearman(torch.tensor(df.cos_early.values), log_end),
+                "rho_cos_0_log_a_end": neurons.spearman(torch.tensor(df.cos_0.values), log_end),
                 "slope_log_growth_vs_cos": slope, "pearson_log_growth_vs_cos": float(np.corrcoef(df.cos_early, grow)[0, 1])}
-        for i, sp in enumerate(SPARSITIES):
+        for sp in SPARSITIES:
             col = f"pruned@{sp:g}"
-            ax = ax5[i, j]
-            if df[col].notna().all():
-                ax.scatter(df.cos_early, df[col], c=np.log10(df.a_end), s=6)
-                line[f"rho_pruned@{sp:g}"] = neurons.spearman(torch.tensor(df.cos_early.values), torch.tensor(df[col].values, dtype=torch.float64))
-            else:
-                line[f"rho_pruned@{sp:g}"] = math.nan
-            ax.set(xlabel=f"cos δ̄ (step {info['early']})", ylabel="weights pruned",
-                   title=f"σ₀={std:g} N={n}: IMP {int(100 * sp)}%")
+            line[f"rho_pruned@{sp:g}"] = neurons.spearman(torch.tensor(df.cos_early.values), torch.tensor(
+                df[col].values, dtype=torch.float64)) if df[col].notna().all() else math.nan
         stats.append(line)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    cols = max(1, len(frames))
+    fig4, ax4 = plt.subplots(2, cols, figsize=(4 * cols, 7), squeeze=False)
+    for j, df in enumerate(frames):
+        head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}"
+        for i, (when, t) in enumerate((("0", 0), ("early", df.early_step.iloc[0]))):
+            sc = _scatter(ax4[i, j], df[f"cos_{when}"], df[f"a_{when}"], df, f"{head}: t={t}", "cos δ̄", "a = ‖w1‖‖w2‖", True)
+        fig4.colorbar(sc, ax=ax4[:, j], fraction=0.03, label="log10 a(end)")
     plotting.save(fig4, table, out, "figure4")
-    plotting.save(fig5, table, out, "figure5")
+    pruned = [df for df in frames if df["pruned@0.5"].notna().all()]
+    if pruned:
+        fig5, ax5 = plt.subplots(len(SPARSITIES), len(pruned), figsize=(4 * len(pruned), 10), squeeze=False)
+        for j, df in enumerate(pruned):
+            for i, sp in enumerate(SPARSITIES):
+                _scatter(ax5[i, j], df.cos_early, df[f"pruned@{sp:g}"], df,
+                         f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}: IMP {int(100 * sp)}%",
+                         f"cos δ̄ (step {df.early_step.iloc[0]})", "weights pruned")
+        plotting.save(fig5, pd.concat(pruned, ignore_index=True), out, "figure5")
     s = pd.DataFrame(stats)
     s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.4f")
     return s
