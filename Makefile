@@ -4,7 +4,8 @@
 # JOBS=N runs N jobs at once on this machine (joblib, 1 CPU thread each); EPOCHS=N and SEEDS=0,1
 # override the experiment's settings (the report records the scale it was made at); BATCH=1 (default)
 # trains the seeds of a cell stacked in one process, BATCH=0 one after another (faster for conv nets
-# on a CPU); SGD_SWEEP=1 sweeps the SGD step size over {0.1, 0.01, 0.001} (paper §6.1).
+# on a CPU); SGD_SWEEP=1 sweeps the SGD step size over {0.1, 0.01, 0.001} (paper §6.1); ROW=1 trains
+# each Table 2 row (regimes x seeds x step sizes) in one process, stacked by regime family.
 PYTHON ?= python
 DATA ?= $(or $(GATELAB_DATA),$(wildcard ../shared/data))
 JOBS ?= 1
@@ -12,13 +13,14 @@ EPOCHS ?=
 SEEDS ?=
 BATCH ?= 1
 SGD_SWEEP ?= 0
+ROW ?= 0
 FIG_SCALE ?= quick
 
 DATA_ARG = $(if $(DATA),data.root=$(abspath $(DATA)),)
 LAUNCH = $(if $(filter-out 1,$(JOBS)),hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS) threads=1,)
 RUN_ARGS = progress=false $(DATA_ARG) $(LAUNCH) $(if $(EPOCHS),epochs=$(EPOCHS)) $(if $(SEEDS),seeds=[$(SEEDS)]) \
 	$(if $(filter 0,$(BATCH)),stack_seeds=false)
-CMD = make $(MAKECMDGOALS)$(if $(EPOCHS), EPOCHS=$(EPOCHS))$(if $(SEEDS), SEEDS=$(SEEDS))$(if $(filter-out 1,$(JOBS)), JOBS=$(JOBS))$(if $(filter 1,$(SGD_SWEEP)), SGD_SWEEP=1)
+CMD = make $(MAKECMDGOALS)$(if $(filter 1,$(ROW)), ROW=1)$(if $(EPOCHS), EPOCHS=$(EPOCHS))$(if $(SEEDS), SEEDS=$(SEEDS))$(if $(filter-out 1,$(JOBS)), JOBS=$(JOBS))$(if $(filter 1,$(SGD_SWEEP)), SGD_SWEEP=1)
 T2_ROOT = outputs/table2$(if $(EPOCHS),-$(EPOCHS)ep)
 T4_ROOT = outputs/table4$(if $(EPOCHS),-$(EPOCHS)ep)
 TABLE2_ROWS = fc_sgd fc_adam vconv_sgd vconv_adam gconv_sgd gconv_adam
@@ -29,9 +31,21 @@ comma := ,
 
 # One Table 2 row ($(1)) into out_root $(2), at scale $(3): every regime but FLNPF (the grid of
 # conf/experiment/table2_<row>.yaml), then FLNPF from the ReLU runs of the same step size and seeds.
+# ROW=1: the whole row (5 regimes x seeds, x the 3 SGD step sizes with SGD_SWEEP=1) in one process,
+# nets of one regime family stacked (gatelab.train.train_row); same run directories either way.
 define table2_row
+$(if $(filter 1,$(ROW)),$(call table2_row_stacked,$(1),$(2),$(3)),$(call table2_row_jobs,$(1),$(2),$(3)))
+endef
+define table2_row_jobs
 	$(PYTHON) run.py -m '+experiment=[$(call t2_exps,$(1),$(3))]' out_root=$(2) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[$(call t2_exps,$(1),$(3))]' regime=flnpf out_root=$(2) $(RUN_ARGS)
+
+endef
+T2_REGIMES_ARG = 'regimes=[relu$(comma)frnpf_ii$(comma)frnpf_di$(comma)dlnpf$(comma)flnpf]'
+SGD_LRS_ARG = 'lrs=[0.1$(comma)0.01$(comma)0.001]'
+define table2_row_stacked
+	$(PYTHON) run.py '+experiment=[table2_$(1)$(if $(3),$(comma)$(3))]' $(T2_REGIMES_ARG) \
+		$(if $(and $(findstring sgd,$(1)),$(filter 1,$(SGD_SWEEP))),$(SGD_LRS_ARG)) out_root=$(2) $(RUN_ARGS)
 
 endef
 quick_of = $(if $(findstring fc_,$(1)),quick_fc,quick_conv)

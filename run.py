@@ -19,7 +19,7 @@ from gatelab.config import ConfigError, register  # noqa: E402
 from gatelab.data import DataNotFoundError  # noqa: E402
 from gatelab.runs import register_resolver, seed_run_dirs  # noqa: E402
 from gatelab.sweep import outcome_of, record  # noqa: E402
-from gatelab.train import train_runs  # noqa: E402
+from gatelab.train import train_row, train_runs  # noqa: E402
 
 register()
 register_resolver()
@@ -31,6 +31,8 @@ def main(cfg: DictConfig):
     hc = HydraConfig.get()
     run_dir = Path(cfg.run_dir or hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
+    if cfg.regimes or cfg.lrs:  # a whole row in one process
+        return row(cfg, multirun)
     # seeds=[...]: the seeds train together, each into the run directory a single run of it would use
     run_dirs = seed_run_dirs(cfg) if cfg.seeds else {int(cfg.seed): run_dir}
     try:
@@ -54,6 +56,21 @@ def main(cfg: DictConfig):
         log.info("%s seed %d: status %s, best test acc %s (epoch %s), results in %s", cfg.regime.name, seed,
                  results["status"], results["best_test_acc"], results["best_epoch"], run_dirs[seed] / "results.json")
     return {seed: results["best_test_acc"] for seed, results in by_seed.items()}
+
+
+def row(cfg, multirun: bool):
+    """``regimes=[...]`` / ``lrs=[...]``: every regime x step size x seed of a row, stacked by family."""
+    try:
+        results = train_row(cfg)
+    except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
+        log.error("%s", e)
+        if multirun:
+            return None
+        sys.exit(2)
+    for (regime, lr, seed), res in results.items():
+        log.info("%s lr %g seed %d: status %s, best test acc %s (epoch %s)", regime, lr, seed, res["status"],
+                 res["best_test_acc"], res["best_epoch"])
+    return {f"{regime}/lr{lr:g}/seed{seed}": res["best_test_acc"] for (regime, lr, seed), res in results.items()}
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""Seconds per epoch per seed: the single-run path (S=1) against the seed-batched path (S seeds
-stacked in one process), on whatever device is present. Synthetic inputs of the datasets' shapes
+"""Seconds per epoch per net: the single-run path (S=1), the seed-batched path (S seeds stacked in
+one process) and the row-stacked path (S seeds x the 3 SGD step sizes of a Table 2 row, each net
+with its own step size, ``gatelab.train.train_row``), on whatever device is present. Synthetic inputs of the datasets' shapes
 (speed does not depend on pixel values) through the product's own training path: the runs are
 built and placed by ``gatelab.train._setup`` and trained by ``gatelab.train._train_epoch``.
 
     python scripts/bench.py            # FC/MNIST ReLU + DLNPF, GCONV/CIFAR-10 ReLU + DLNPF, S=5
     python scripts/bench.py --quick    # fewer steps; under 10 minutes on a 2-core CPU
+    python scripts/bench.py --quick --cases fc    # the FC cases only
 
 The last line reads ``speed-up fc/mnist 5 seeds: X.XX`` (per-seed throughput, batched / single).
 """
@@ -34,16 +36,23 @@ CASES = [  # (name, overrides, in_shape, train examples per epoch)
 ]
 
 
-def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch: int = 32) -> float:
-    """Seconds per training step of ``seeds`` stacked runs: one warm-up epoch, then one timed epoch."""
-    cfg = compose([*overrides, "progress=false", f"device={device}"])
+ROW_LRS = (0.1, 0.01, 0.001)  # a Table 2 SGD row's step sizes (paper §6.1)
+
+
+def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch: int = 32, lrs=(None,)) -> float:
+    """Seconds per training step of ``seeds`` x ``lrs`` stacked runs (``lrs``: SGD step sizes, one
+    per net, or None for the config's optimiser): one warm-up epoch, then one timed epoch."""
+    sgd = ["optimizer=sgd"] if lrs != (None,) else []
+    cfg = compose([*overrides, *sgd, "progress=false", f"device={device}"])
     n = batch * steps
     data = Data(Split(torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device),
                       torch.randint(0, 10, (n,), device=device)),
                 Split(torch.zeros(0, *in_shape, dtype=torch.uint8, device=device),
                       torch.zeros(0, dtype=torch.long, device=device)), in_shape, 10, "classification")
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [train_mod._Run(s, Path(tmp) / f"s{s}", compose([*overrides, f"seed={s}"]), 0.0) for s in range(seeds)]
+        runs = [train_mod._Run(s, Path(tmp) / f"s{s}-{lr}", compose([*overrides, *sgd, f"seed={s}"] +
+                                                                    ([f"optimizer.lr={lr}"] if lr else [])), 0.0)
+                for lr in lrs for s in range(seeds)]
         for r in runs:
             r.build(data, {})
         model, opt, gens = train_mod._setup(cfg, runs, device, start=1)
@@ -62,24 +71,32 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer steps (CPU smoke: under 10 minutes)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--cases", nargs="*", default=None, help="only the cases whose name contains one of these")
     args = ap.parse_args()
     device = resolve_device(args.device)
-    print(f"device: {device_name(device)}; batch 32; seconds per epoch per seed, extrapolated from timed steps")
-    print(f"{'case':22s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s}")
+    print(f"device: {device_name(device)}; batch 32; seconds per epoch per net, extrapolated from timed steps; "
+          f"row: {args.seeds} seeds x SGD step sizes {ROW_LRS}, stacked")
+    print(f"{'case':22s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s} "
+          f"{f'row {len(ROW_LRS) * args.seeds} nets':>13s} {'speed-up':>9s}")
     ratio_fc = None
     for case, overrides, in_shape, n_train in CASES:
+        if args.cases and not any(c in case for c in args.cases):
+            continue
         conv = "gconv" in case
         steps = (10 if conv else 200) if args.quick else (60 if conv else 1000)
         if device.type == "cuda":
             steps *= 5
         single = seconds_per_step(overrides, in_shape, 1, steps, device)
         batched = seconds_per_step(overrides, in_shape, args.seeds, steps, device) / args.seeds
+        row = seconds_per_step(overrides, in_shape, args.seeds, steps, device, lrs=ROW_LRS) / (args.seeds * len(ROW_LRS))
         per_epoch = n_train / 32
         ratio = single / batched
-        print(f"{case:22s} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} {ratio:8.2f}x", flush=True)
+        print(f"{case:22s} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} {ratio:8.2f}x "
+              f"{row * per_epoch:13.2f} {single / row:8.2f}x", flush=True)
         if case == "fc/mnist relu":
             ratio_fc = ratio
-    print(f"speed-up fc/mnist {args.seeds} seeds: {ratio_fc:.2f}")
+    if ratio_fc is not None:
+        print(f"speed-up fc/mnist {args.seeds} seeds: {ratio_fc:.2f}")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,9 @@ def test_bench_times_the_product_training_path():
     t = bench.seconds_per_step(["dataset=mnist", "arch=fc", "arch.dense=[8]", "regime=dlnpf"], (1, 28, 28), 2, 3,
                                torch.device("cpu"))
     assert 0 < t < 10
+    row = bench.seconds_per_step(["dataset=mnist", "arch=fc", "arch.dense=[8]", "regime=relu"], (1, 28, 28), 2, 3,
+                                 torch.device("cpu"), lrs=bench.ROW_LRS)  # 6 nets, each its own step size
+    assert 0 < row < 10
 
 
 def test_parallel_jobs_claim_different_gpus(tmp_path, monkeypatch):

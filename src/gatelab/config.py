@@ -228,6 +228,9 @@ class Config:
     seed: int = 0
     seeds: Optional[List[int]] = None  # train these seeds in one process (stacked networks, see stack_seeds)
     stack_seeds: bool = True  # seeds=[...]: false trains them one after another (conv nets on a CPU are faster so)
+    # A table row in one process (gatelab.train.train_row): these regimes x lrs x seeds, stacked by family
+    regimes: Optional[List[str]] = None
+    lrs: Optional[List[float]] = None  # several: plain SGD only (each net's gradient scaled by its lr)
     epochs: int = 10
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N | mps
     eval_batch_size: int = 2048

@@ -46,10 +46,31 @@ def needs_source(cfg) -> bool:
     return cfg.regime.feature_init == FeatureInit.source
 
 
+def regime_config(name: str):
+    """``conf/regime/<name>.yaml`` on the regime schema."""
+    path = CONF_DIR / "regime" / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
+        raise ConfigError(f"unknown regime {name!r}; known: {known}")
+    return OmegaConf.merge(OmegaConf.structured(RegimeConfig), OmegaConf.load(path))
+
+
 def relu_twin(cfg):
     """This run's config with ``regime=relu``: the ReLU run that ``regime.source=auto`` copies."""
-    relu = OmegaConf.merge(OmegaConf.structured(RegimeConfig), OmegaConf.load(CONF_DIR / "regime" / "relu.yaml"))
-    return OmegaConf.merge(job_config(cfg), {"regime": relu})
+    return OmegaConf.merge(job_config(cfg), {"regime": regime_config("relu")})
+
+
+def row_configs(cfg) -> list:
+    """[((regime, lr, seed), config)] of a row job: ``regimes`` (each its conf/regime yaml; default
+    this config's regime) × ``lrs`` (default optimizer.lr) × ``seeds`` (default seed)."""
+    base = job_config(cfg)
+    names = list(cfg.get("regimes") or [cfg.regime.name])
+    lrs = [float(v) for v in (cfg.get("lrs") or [cfg.optimizer.lr])]
+    seeds = [int(v) for v in (cfg.seeds or [cfg.seed])]
+    regs = {n: (cfg.regime if n == cfg.regime.name and not cfg.get("regimes") else regime_config(n)) for n in names}
+    return [((n, lr, s), OmegaConf.merge(base, {"regime": regs[n], "optimizer": {"lr": lr}, "seed": s, "seeds": None,
+                                                 "regimes": None, "lrs": None}))
+            for n in names for lr in lrs for s in seeds]
 
 
 def relu_source_dir(cfg) -> Path:

@@ -116,6 +116,12 @@ def train_runs(cfg, run_dirs: dict) -> dict:
     cell and seeds), or reusing them."""
     if not cfg.stack_seeds and len(run_dirs) > 1:
         return {s: r for seed, d in run_dirs.items() for s, r in train_runs(cfg, {seed: d}).items()}
+    _train_prerequisites(cfg, run_dirs)
+    return train_seeds(cfg, run_dirs)
+
+
+def _train_prerequisites(cfg, run_dirs: dict) -> None:
+    """Train the :func:`prerequisite` runs of ``run_dirs``'s seeds that are missing; reuse the others."""
     first, what = prerequisite(cfg)
     if first is not None:
         first_dirs = {s: run_dir_of(OmegaConf.merge(first, {"seed": s, "seeds": None})) for s in run_dirs}
@@ -130,7 +136,49 @@ def train_runs(cfg, run_dirs: dict) -> dict:
             bad = {s: r["status"] for s, r in done.items() if r["status"] != "completed"}
             if bad:
                 raise RuntimeError(f"{what} of seeds {bad} did not complete; {cfg.regime.name} cannot start")
-    return train_seeds(cfg, run_dirs)
+
+
+# Regime fields that make two regimes' networks run the same forward pass and train the same
+# parameters: such regimes (frnpf_ii and frnpf_di, say) can be stacked like seeds.
+FAMILY = ("tied", "gate", "beta", "eps", "feature_act", "feature_trainable", "value_trainable")
+
+
+def family(cfg) -> tuple:
+    """The stacking family of a run's regime; FLNPF-like regimes (a trained source) come last."""
+    return (regimes.needs_source(cfg),) + tuple(plain(cfg.regime)[k] for k in FAMILY)
+
+
+def train_row(cfg) -> dict:
+    """``regimes=[...]`` and/or ``lrs=[...]`` (with ``seeds=[...]``): every regime × step size × seed
+    of a table row in one process. Nets whose regimes share a :func:`family` train stacked (as seeds
+    do), each with its own step size (SGD), each into the run directory its single run would use,
+    so the two paths skip each other's finished runs. FLNPF trains after its ReLU sources.
+    Returns {(regime, lr, seed): results}."""
+    validate_row(cfg)
+    entries = regimes.row_configs(cfg)
+    groups: dict = {}
+    for key, c in entries:
+        groups.setdefault(family(c), []).append((key, c))
+    out = {}
+    for fam in sorted(groups, key=lambda f: f[0]):  # stable: the row's order, sourced regimes last
+        group = groups[fam]
+        for _, c in group:
+            _train_prerequisites(c, {int(c.seed): run_dir_of(c)})
+        results = train_entries([(c, run_dir_of(c)) for _, c in group])
+        out.update(zip([key for key, _ in group], results))
+    return out
+
+
+def validate_row(cfg) -> None:
+    from .config import ConfigError
+    lrs = list(cfg.get("lrs") or [])
+    if any(not lr > 0 for lr in lrs):
+        raise ConfigError(f"lrs={lrs}: step sizes must be > 0")
+    if len(set(lrs)) > 1 and not (cfg.optimizer.name == "sgd" and cfg.optimizer.momentum == 0
+                                  and cfg.optimizer.weight_decay == 0):
+        raise ConfigError("lrs=[...] trains each net with its own step size by scaling its gradient, which is "
+                          "exact for plain SGD only (optimizer=sgd, momentum=0, weight_decay=0); sweep "
+                          "optimizer.lr with -m instead")
 
 
 def train_seeds(cfg, run_dirs: dict) -> dict:
@@ -142,18 +190,27 @@ def train_seeds(cfg, run_dirs: dict) -> dict:
     ``status: failed`` in every seed's results.json before re-raising. A run directory is locked
     while it trains, so two processes never train the same run at once.
     """
-    with _locked(run_dirs.values()):
-        out, todo = {}, {}
-        for seed, run_dir in run_dirs.items():
+    seeds = list(run_dirs)
+    entries = [(OmegaConf.merge(cfg, {"seed": seed, "seeds": None}), Path(run_dirs[seed])) for seed in seeds]
+    return dict(zip(seeds, train_entries(entries)))
+
+
+def train_entries(entries: list) -> list:
+    """Train the runs ``entries`` [(config, run directory)] together (stacked); their results, in
+    order. See :func:`train_seeds`."""
+    with _locked([d for _, d in entries]):
+        out, todo = [None] * len(entries), []
+        for i, (c, run_dir) in enumerate(entries):
             done = finished_results(run_dir)
-            if done is not None and not cfg.force:
+            if done is not None and not c.force:
                 log.info("%s already %s (best test acc %s); skipped (force=true reruns it)", run_dir,
                          done["status"], done["best_test_acc"])
-                out[seed] = {**done, "skipped": True}
+                out[i] = {**done, "skipped": True}
             else:
-                todo[seed] = Path(run_dir)
+                todo.append(i)
         if todo:
-            out.update(_train_todo(cfg, todo))
+            for i, res in zip(todo, _train_todo([entries[i] for i in todo])):
+                out[i] = res
     return out
 
 
@@ -168,13 +225,14 @@ def _locked(run_dirs):
         yield
 
 
-def _train_todo(cfg, todo: dict) -> dict:
-    """Build, resume and train the runs of ``todo`` (seed -> run directory); see :func:`train_seeds`."""
+def _train_todo(entries: list) -> list:
+    """Build, resume and train the runs ``entries`` [(config, run directory)]; see :func:`train_seeds`.
+    Settings shared by the stack (data, epochs, batch size, device) come from the first config."""
+    cfg = entries[0][0]
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     t_start = time.time()
-    runs = [_Run(seed, run_dir, OmegaConf.merge(cfg, {"seed": seed, "seeds": None}), t_start)
-            for seed, run_dir in todo.items()]
+    runs = [_Run(int(c.seed), Path(run_dir), c, t_start) for c, run_dir in entries]
     try:
         for r in runs:  # bad input fails here, before the data is loaded
             validate(r.cfg)
@@ -187,10 +245,10 @@ def _train_todo(cfg, todo: dict) -> dict:
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
             r.build(data, env)
-        # Seeds resuming from different epochs train in turn, in groups of equal start epoch.
-        starts = {r.seed: r.start_epoch() for r in runs}
-        for start in sorted(set(starts.values())):
-            group = [r for r in runs if starts[r.seed] == start]
+        # Runs resuming from different epochs train in turn, in groups of equal start epoch.
+        starts = [r.start_epoch() for r in runs]
+        for start in sorted(set(starts)):
+            group = [r for r, st in zip(runs, starts) if st == start]
             _fit(cfg, group, data, device, start, lambda: [r.write() for r in runs])
     except BaseException as e:
         for r in runs:
@@ -200,7 +258,7 @@ def _train_todo(cfg, todo: dict) -> dict:
         for r in runs:
             r.write()
             r.tracker.finish(r.results)
-    return {r.seed: r.results for r in runs}
+    return [r.results for r in runs]
 
 
 class _Run:
@@ -356,7 +414,8 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
                                  "test_acc": test_acc[s], **extra[s]}, seconds, lambda: unstack_state(state, s))
                 if r.active:
                     r.save_checkpoints(writer, meta, lambda: unstack_state(state, s),
-                                       lambda: unstack_optimizer_state(opt_state, s), gens[s].get_state(), t_fit)
+                                       lambda: unstack_optimizer_state(opt_state, s, r.cfg.optimizer.lr),
+                                       gens[s].get_state(), t_fit)
             # results.json of every run, once per epoch.
             save_progress()
             if not any(r.active for r in runs):
@@ -395,10 +454,19 @@ def _setup(cfg, runs: list[_Run], device: torch.device, start: int):
             r.resume()
     model = stack_models([r.model for r in runs]).to(device)
     pruning.mask_gradients(model, [r.mask for r in runs])
-    opt = make_optimizer(cfg.optimizer, regimes.trainable_parameters(model))
+    lrs = [float(r.cfg.optimizer.lr) for r in runs]
+    per_net = len(set(lrs)) > 1  # a row's SGD step sizes: plain SGD at step 1 on gradients scaled by each net's lr
+    params = regimes.trainable_parameters(model)
+    opt = make_optimizer(OmegaConf.merge(cfg.optimizer, {"lr": 1.0}) if per_net else cfg.optimizer, params)
+    if per_net:
+        scale = torch.tensor(lrs, device=device)
+        for p in params:
+            p.register_hook(lambda g, s=scale.view(-1, *[1] * (p.dim() - 1)): g * s)
     gens = [torch.Generator().manual_seed(r.seed * 1000 + SHUFFLE_STREAM) for r in runs]
     if start > 1:
         opt.load_state_dict(stack_optimizer_state([r.last["optimizer"] for r in runs]))
+        for g in opt.param_groups if per_net else []:
+            g["lr"] = 1.0
         for r, g in zip(runs, gens):
             g.set_state(r.last["shuffle_rng"])
     return model, opt, gens
@@ -439,13 +507,15 @@ def stack_optimizer_state(states: list[dict]) -> dict:
     return stacked
 
 
-def unstack_optimizer_state(state: dict, s: int) -> dict:
+def unstack_optimizer_state(state: dict, s: int, lr: Optional[float] = None) -> dict:
     """Seed ``s``'s optimiser state dict (as if it had been trained alone), a copy: every tensor is
     cloned, the step counts too (``opt.state_dict()`` hands out the live tensors, which the next step
-    changes while a checkpoint of this state may still be waiting to be written)."""
+    changes while a checkpoint of this state may still be waiting to be written). ``lr``: the net's
+    own step size (a row's nets train at step 1 on scaled gradients)."""
     def own(v):
         if not torch.is_tensor(v):
             return v
         return v[s].clone() if v.dim() > 0 else v.clone()
-    return {"param_groups": state["param_groups"],
+    groups = state["param_groups"] if lr is None else [dict(g, lr=float(lr)) for g in state["param_groups"]]
+    return {"param_groups": groups,
             "state": {idx: {k: own(v) for k, v in st.items()} for idx, st in state["state"].items()}}
