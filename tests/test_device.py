@@ -137,3 +137,19 @@ def test_auto_device_with_several_gpus_claims_one(tmp_path, monkeypatch):
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         assert results.resolve_device("auto") == torch.device("cuda", 1)
     results._CLAIMED[1].close()
+
+
+@pytest.mark.parametrize("kind,tf32,autocast", [("fp32", False, None), ("tf32", True, None), ("bf16", False, "bf16")])
+def test_precision_is_applied_recorded_and_keyed(tiny_root, tmp_path, kind, tf32, autocast):
+    from gatelab.runs import run_key
+    flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        cfg = make_cfg(["arch=fc", *TINY_ARCH["fc"], f"precision={kind}"], tiny_root)
+        env = train(cfg, tmp_path / "run")["env"]
+        assert (env["precision"], env["matmul_allow_tf32"], env["cudnn_allow_tf32"], env["autocast"]) == \
+            (kind, tf32, tf32, autocast)
+        assert env["cudnn_benchmark"] is False  # a CPU run of an FC net
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+    plain = run_key(make_cfg(["arch=fc"]))
+    assert (run_key(make_cfg(["arch=fc", f"precision={kind}"])) == plain) == (kind == "fp32")

@@ -105,6 +105,14 @@ class Optim(StrEnum):
     rmsprop = "rmsprop"
 
 
+class Precision(StrEnum):
+    """The arithmetic of training (gatelab.train.precision): fp32 strict (no TF32 anywhere), tf32
+    (CUDA matmuls and convolutions in TF32), bf16 (bf16 autocast of the training forward pass)."""
+    fp32 = "fp32"
+    tf32 = "tf32"
+    bf16 = "bf16"
+
+
 class Logger(StrEnum):
     none = "none"
     wandb = "wandb"
@@ -242,7 +250,8 @@ class Config:
     # replays at most N-1 epochs. Not part of the run key: it changes no result.
     checkpoint_every: int = 1
     progress: bool = True  # tqdm bars
-    amp: bool = False  # bf16 autocast of the training forward pass (meant for CUDA; evaluation stays fp32)
+    amp: bool = False  # bf16 autocast of the training forward pass (the older spelling of precision=bf16)
+    precision: Precision = later(Precision.fp32)  # fp32 | tf32 | bf16; env records what ran
     compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.runs)
@@ -329,6 +338,8 @@ def validate(cfg: Any) -> None:
             raise ConfigError("seeds=[...] writes each seed to its own run directory; run_dir cannot be set")
     if cfg.compile is not None and cfg.compile not in COMPILE_MODES:
         raise ConfigError(f"compile={cfg.compile!r} is not one of {', '.join(COMPILE_MODES)}")
+    if cfg.amp and cfg.get("precision", Precision.fp32) != Precision.fp32:
+        raise ConfigError("amp=true is the older spelling of precision=bf16: set precision alone")
     if cfg.epochs <= 0:
         raise ConfigError(f"epochs must be positive, got {cfg.epochs}")
     if cfg.checkpoint_every <= 0:

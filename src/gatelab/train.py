@@ -240,7 +240,7 @@ def _train_todo(entries: list) -> list:
             if pruning.active(r.cfg):
                 pruning.parent_dir(r.cfg)
         device = resolve_device(cfg.device)
-        env = environment(device)
+        env = {**environment(device), **precision(cfg, device)}
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
@@ -388,7 +388,7 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
     # Speed options (off by default): bf16 autocast; torch.compile of the forward pass (on CUDA,
     # mode="reduce-overhead" captures CUDA graphs, which pays at batch 32 where launches dominate).
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.amp)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(cfg.amp) or cfg.get("precision") == "bf16")
     t_fit, n_train, writer = time.time(), len(data.train), checkpoints.Writer()
     try:
         if start == 1 and 0 in steps:
@@ -424,6 +424,21 @@ def _fit(cfg, runs: list[_Run], data, device, start: int, save_progress) -> None
         writer.close()
     for r in runs:
         r.finish()
+
+
+def precision(cfg, device: torch.device) -> dict:
+    """Set the arithmetic of ``precision`` (fp32: TF32 off for CUDA matmuls and cuDNN, which
+    otherwise runs convolutions in TF32 by default; tf32: on; bf16: fp32 flags, bf16 autocast of
+    the forward) and cuDNN autotuning for conv nets on CUDA; returns what ran, for ``env``."""
+    kind = "bf16" if cfg.amp else str(cfg.get("precision") or "fp32")
+    tf32 = kind == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = device.type == "cuda" and bool(cfg.arch.conv_channels)
+    return {"precision": kind, "autocast": "bf16" if kind == "bf16" else None,
+            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
 
 
 ROUTING_TRAIN_SUBSET = 1000  # the fixed training examples (the first ones) a routing net is scored on
