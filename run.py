@@ -17,7 +17,8 @@ from omegaconf import DictConfig  # noqa: E402
 
 from gatelab.config import ConfigError, register  # noqa: E402
 from gatelab.data import DataNotFoundError  # noqa: E402
-from gatelab.runs import register_resolver, seed_run_dirs  # noqa: E402
+from gatelab.regimes import row_configs  # noqa: E402
+from gatelab.runs import register_resolver, run_dir as run_dir_of, seed_run_dirs  # noqa: E402
 from gatelab.sweep import outcome_of, record  # noqa: E402
 from gatelab.train import train_row, train_runs  # noqa: E402
 
@@ -67,9 +68,11 @@ def row(cfg, multirun: bool):
         if multirun:
             return None
         sys.exit(2)
+    dirs = {key: run_dir_of(c) for key, c in row_configs(cfg)}
     for (regime, lr, seed), res in results.items():
-        log.info("%s lr %g seed %d: status %s, best test acc %s (epoch %s)", regime, lr, seed, res["status"],
-                 res["best_test_acc"], res["best_epoch"])
+        record(cfg.out_root, dirs[(regime, lr, seed)], outcome_of(res))
+        log.info("%s lr %g seed %d: status %s, best test acc %s (epoch %s), results in %s", regime, lr, seed,
+                 res["status"], res["best_test_acc"], res["best_epoch"], dirs[(regime, lr, seed)] / "results.json")
     return {f"{regime}/lr{lr:g}/seed{seed}": res["best_test_acc"] for (regime, lr, seed), res in results.items()}
 
 
