@@ -114,6 +114,9 @@ def _pm(m, se) -> str:
 
 
 def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> str:
+    """The Markdown report; cells without a completed seed are left to "Not counted"."""
+    every = df
+    df = df[df.n > 0]
     reduced = any("6000" in str(lim) for lim in df.limits)
     out = [f"# Routing networks (paper 003){' — REDUCED scale' if reduced else ''}: trained vs untrained pathways", "",
            "Test-set error (100 − accuracy, %) and cross-entropy on the trained and the untrained (input, output) "
@@ -145,7 +148,7 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
     out += ["", "## Provenance", *report.provenance(runs, command, [
         f"epochs {report.joined(df.epochs)}, lr {report.joined(df.lr)}, h {report.joined(df.h)}, "
         f"examples train/test {report.joined(df.limits)}"])]
-    excluded = [(f"{r.task}/{r.regime}/K={r.K}/gain={r.gain:g}", r.excluded) for _, r in df.iterrows() if r.excluded]
+    excluded = [(f"{r.task}/{r.regime}/K={r.K}/gain={r.gain:g}", r.excluded) for _, r in every.iterrows() if r.excluded]
     out += report.not_counted(excluded, bad)
     return "\n".join(out) + "\n"
 
