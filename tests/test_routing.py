@@ -12,7 +12,7 @@ from conftest import make_cfg, reassociation_tol
 from gatelab import routing
 from gatelab.config import ConfigError, validate
 from gatelab.runs import seed_run_dirs
-from gatelab.train import train, train_runs
+from gatelab.train import pointwise, train, train_runs
 
 ROUTE = ["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "optimizer=sgd", "optimizer.lr=0.05",
          "optimizer.momentum=0.9", "optimizer.batch_size=8", "arch.dense=[16]", "dataset.routing.M=6",
@@ -80,6 +80,9 @@ def test_the_net_computes_psi_j_theta_phi_i_of_each_trained_pair_with_output_lab
         torch.testing.assert_close(F.cross_entropy(out[:, p], y, reduction="none"),
                                    F.cross_entropy(raw, target, reduction="none"), rtol=0, atol=1e-12)
         assert torch.equal(out[:, p].argmax(-1) == y, raw.argmax(-1) == target)
+        # the theory's squared loss is invariant to the output permutation too
+        l2, _ = pointwise(out[:, p], y, "classification_l2")
+        torch.testing.assert_close(l2, 0.5 * (raw - F.one_hot(target, 10).double()).square().sum(-1), rtol=0, atol=1e-12)
         torch.testing.assert_close(allp[:, i, j], out[:, p], rtol=0, atol=1e-12)
 
 
@@ -205,3 +208,11 @@ def test_a_cifar_routing_run_trains_on_cached_backbone_features(fake_backbone, t
     assert len(cached) == 1 and json.loads((tmp_path / "cache" / "features" / "backbone.json").read_text())["test_images"] == 20
     again = train(make_cfg([*over, "force=true"], root, tmp_path / "run2"), tmp_path / "run2")  # from the cache
     assert again["history"][-1]["test_acc"] == res["history"][-1]["test_acc"]
+
+
+def test_a_routing_run_with_the_squared_loss_of_the_theory(tiny_root, tmp_path):
+    res = train(make_cfg([*ROUTE, "epochs=3", "dataset.task=classification_l2"], tiny_root, tmp_path / "run"), tmp_path / "run")
+    h = res["history"]
+    assert res["status"] == "completed" and h[-1]["train_loss"] < h[0]["train_loss"]
+    ce = train(make_cfg([*ROUTE, "epochs=3"], tiny_root, tmp_path / "ce"), tmp_path / "ce")["history"]
+    assert h[0]["train_loss"] != pytest.approx(ce[0]["train_loss"], rel=0.05)  # a different loss, not CE renamed

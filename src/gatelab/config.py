@@ -41,6 +41,7 @@ class Source(StrEnum):
 
 class Task(StrEnum):
     classification = "classification"  # 10-way, cross-entropy
+    classification_l2 = "classification_l2"  # class labels, squared error on one-hot targets (paper 003's theory)
     binary = "binary"  # +-1 targets, squared loss (paper 001 §6.1, Binary-MNIST)
 
 
@@ -277,7 +278,7 @@ def validate(cfg: Any) -> None:
     groups = ds.get("class_groups")
     if groups is not None:
         flat = [c for g in groups for c in g]
-        if ds.task != Task.classification or len(groups) != ds.num_classes or any(len(g) == 0 for g in groups):
+        if ds.task == Task.binary or len(groups) != ds.num_classes or any(len(g) == 0 for g in groups):
             raise ConfigError(f"dataset.class_groups={plain_list(groups)} needs task=classification and "
                               f"num_classes={len(groups)} (one output per non-empty group)")
         if len(set(flat)) != len(flat):
@@ -295,8 +296,8 @@ def validate(cfg: Any) -> None:
             raise ConfigError("arch=routing has one hidden width: arch.dense=[h]")
         if not reg.tied or reg.gate not in (Gate.one, Gate.leaky):
             raise ConfigError(f"arch=routing trains regime=dln (linear) or regime=leaky, not {reg.name}")
-        if ds.task != Task.classification:
-            raise ConfigError("a routing task is a classification task")
+        if ds.task not in (Task.classification, Task.classification_l2):
+            raise ConfigError("a routing task is a classification task (cross-entropy, or classification_l2)")
         if routing.get("features") is not None and (routing.features not in ("resnet20", "resnet20_imagenet_norm")
                                                     or routing.input != RoutingInput.rotate or ds.source != Source.cifar10):
             raise ConfigError(f"dataset.routing.features={routing.features}: resnet20 | resnet20_imagenet_norm "

@@ -189,7 +189,7 @@ def init_(net: RoutingNet, gain: float, decoder_fan: str, generator: torch.Gener
 
 
 @torch.no_grad()
-def pair_metrics(model: RoutingNet, split, batch: int, limit: Optional[int] = None) -> dict:
+def pair_metrics(model: RoutingNet, split, batch: int, limit: Optional[int] = None, task: str = "classification") -> dict:
     """Per seed: mean loss and accuracy over the trained and the untrained pairs of a split (its
     first ``limit`` examples), every pair computed (per-seed lists)."""
     model.eval()
@@ -202,8 +202,8 @@ def pair_metrics(model: RoutingNet, split, batch: int, limit: Optional[int] = No
         yb = split.y[start:min(n, start + batch)]
         out = model.all_pairs(xb.expand(s, *xb.shape))  # (S, B, M, M, c)
         y = yb.view(1, -1, 1, 1).expand(*out.shape[:-1])
-        loss = F.cross_entropy(out.flatten(0, -2), y.flatten(), reduction="none").view(y.shape).double()
-        hit = (out.argmax(-1) == y).double()
+        from .train import pointwise
+        loss, hit = (t.double() for t in pointwise(out, y, task))
         tm = mask[:, None].double()
         sums["lt"] += (loss * tm).sum((1, 2, 3))
         sums["at"] += (hit * tm).sum((1, 2, 3))

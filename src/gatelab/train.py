@@ -57,22 +57,32 @@ def make_optimizer(opt_cfg, params) -> torch.optim.Optimizer:
         return cls(params, foreach=True, **kw)
 
 
+def pointwise(out: torch.Tensor, y: torch.Tensor, task: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loss and hit (0/1) of every prediction: ``out`` (..., C) against class labels ``y`` (...):
+    cross-entropy (``classification``) or the squared error ½‖onehot(y) − out‖² (``classification_l2``,
+    the loss of paper 003's theory); the hit is argmax(out) == y."""
+    if task == "classification_l2":
+        loss = 0.5 * (out - F.one_hot(y, out.shape[-1]).to(out.dtype)).square().sum(-1)
+    else:
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(y.shape)
+    return loss, (out.argmax(-1) == y).float()
+
+
 def objective(out: torch.Tensor, y: torch.Tensor, task: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss and number correct over the batch dimension (the last before the outputs), per
-    seed when outputs are stacked (S, B, ...): cross-entropy for classification; squared loss
-    (1/2)(ŷ-y)² with sign accuracy for binary ±1 targets (paper 001 §6.1). With P outputs per
-    example (routing nets: (S, B, P, C)) the loss is averaged over the batch and the pairs, and an
-    example counts as the fraction of its pairs predicted right."""
+    seed when outputs are stacked (S, B, ...): cross-entropy for classification (squared error on
+    one-hot targets for ``classification_l2``); squared loss (1/2)(ŷ-y)² with sign accuracy for
+    binary ±1 targets (paper 001 §6.1). With P outputs per example (routing nets: (S, B, P, C)) the
+    loss is averaged over the batch and the pairs, and an example counts as the fraction of its
+    pairs predicted right."""
     if task == "binary":
         pred = out.squeeze(-1)
         return 0.5 * (pred - y).square().mean(-1), (torch.sign(pred) == y).sum(-1).float()
     if out.dim() == y.dim() + 2:  # P predictions per example (a routing net's trained pairs): (..., B, P, C)
-        yp = y[..., None].expand(out.shape[:-1])
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), yp.reshape(-1), reduction="none").view(yp.shape)
-        hit = (out.argmax(-1) == yp).float().mean(-1)  # per example: the fraction of its pairs right
-        return loss.mean(-1).mean(-1), hit.sum(-1)
-    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(y.shape)
-    return loss.mean(-1), (out.argmax(-1) == y).sum(-1).float()
+        loss, hit = pointwise(out, y[..., None].expand(out.shape[:-1]), task)
+        return loss.mean(-1).mean(-1), hit.mean(-1).sum(-1)
+    loss, hit = pointwise(out, y, task)
+    return loss.mean(-1), hit.sum(-1)
 
 
 @torch.no_grad()
@@ -452,8 +462,8 @@ def extra_metrics(cfg, model, data, stack: int) -> list[dict]:
         return [{} for _ in range(stack)]
     from .routing import pair_metrics
     batch = max(1, cfg.eval_batch_size // model.spec["m"])
-    test = pair_metrics(model, data.test, batch)
-    train = pair_metrics(model, data.train, batch, ROUTING_TRAIN_SUBSET)
+    test = pair_metrics(model, data.test, batch, task=data.task)
+    train = pair_metrics(model, data.train, batch, ROUTING_TRAIN_SUBSET, data.task)
     return [{"test_untrained_loss": test["untrained_loss"][s], "test_untrained_acc": test["untrained_acc"][s],
              "train_trained_loss": train["trained_loss"][s], "train_trained_acc": train["trained_acc"][s],
              "train_untrained_loss": train["untrained_loss"][s], "train_untrained_acc": train["untrained_acc"][s]}
