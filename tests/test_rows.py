@@ -72,3 +72,30 @@ def test_bad_rows_are_rejected_before_training(tiny_root, tmp_path, over, match)
     with pytest.raises(ConfigError, match=match):
         train_row(make_cfg([*over, f"out_root={tmp_path}"], tiny_root))
     assert not list(tmp_path.rglob("results.json"))
+
+
+def test_an_interrupted_row_resumes_bit_identical(tiny_root, tmp_path, monkeypatch):
+    """Stopped after epoch 1 (an exception where results.json is written), the row resumes from its
+    nets' last.pt (each net's own step size restored as the scaling it trains with) and ends where an
+    uninterrupted row ends, bit for bit on the CPU."""
+    from gatelab import train as train_mod
+    over = ["arch=fc", *TINY_ARCH["fc"], "optimizer=sgd", "epochs=3", "regimes=[relu,frnpf_ii]", "lrs=[0.05,0.01]"]
+    whole = train_row(make_cfg([*over, f"out_root={tmp_path / 'whole'}"], tiny_root))
+    write = train_mod._Run.write
+
+    def stop_after_epoch_1(self):
+        write(self)
+        if len(self.history) == 1:
+            raise RuntimeError("preempted")
+    monkeypatch.setattr(train_mod._Run, "write", stop_after_epoch_1)
+    with pytest.raises(RuntimeError, match="preempted"):
+        train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
+    monkeypatch.setattr(train_mod._Run, "write", write)
+    resumed = train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
+    for key, res in resumed.items():  # the first family was stopped after epoch 1; the second had not started
+        assert res["status"] == "completed" and res.get("resumed_from_epoch") == (1 if key[0] == "relu" else None)
+        assert [h["train_loss"] for h in res["history"]] == [h["train_loss"] for h in whole[key]["history"]]
+    for c in (tmp_path / "whole").rglob("last.pt"):
+        a = checkpoints.load(c)["model"]
+        b = checkpoints.load(tmp_path / "cut" / c.relative_to(tmp_path / "whole"))["model"]
+        assert all(torch.equal(a[k], b[k]) for k in a)
