@@ -105,14 +105,25 @@ def _results_after(out_root, epochs: int, timeout: float = 120):
     raise AssertionError("the job did not start")
 
 
+REQUEUE_SETTLE_S = 8  # let slurmd finish the old instance (credential revoked) before the job restarts
+
+
 def _restart_requeued_jobs_at_once(cluster, sweep) -> None:
     """A requeued job waits two minutes (BeginTime) before it may start again; while the sweep runs,
-    make every pending job eligible at once."""
+    make every pending job eligible once it has been pending a few seconds. At once is too soon:
+    slurmctld then starts it while the old instance's credential is still being revoked, and kills
+    it ("Killing non-startable batch job: Job credential revoked", seen once under load)."""
+    pending_since: dict = {}
     while sweep.poll() is None:
+        now = time.monotonic()
         for line in _squeue(cluster):
-            if " PENDING " in f"{line} ":
-                subprocess.run(["scontrol", "update", f"JobId={line.split()[0]}", "StartTime=now"], env=cluster,
-                               capture_output=True)
+            job = line.split()[0] if line.strip() else None
+            if job and " PENDING " in f"{line} ":
+                if now - pending_since.setdefault(job, now) >= REQUEUE_SETTLE_S:
+                    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=cluster,
+                                   capture_output=True)
+            elif job:
+                pending_since.pop(job, None)
         time.sleep(0.5)
 
 
