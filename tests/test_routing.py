@@ -216,3 +216,18 @@ def test_a_routing_run_with_the_squared_loss_of_the_theory(tiny_root, tmp_path):
     assert res["status"] == "completed" and h[-1]["train_loss"] < h[0]["train_loss"]
     ce = train(make_cfg([*ROUTE, "epochs=3"], tiny_root, tmp_path / "ce"), tmp_path / "ce")["history"]
     assert h[0]["train_loss"] != pytest.approx(ce[0]["train_loss"], rel=0.05)  # a different loss, not CE renamed
+
+
+def test_a_net_still_on_its_plateau_does_not_count_as_generalising():
+    from gatelab.papers import routing as paper
+    rows = [{"path": f"p{s}", "status": "completed", "seed": s, "task": "t", "regime": "dln", "M": 10, "K": 2,
+             "input": "permute", "gain": g, "h": 8, "lr": 0.01, "epochs": 1, "limits": "all/all",
+             "plateau_exit_epoch": 1, "finished_at": "", "commit": None, "device": "cpu",
+             "err_trained": e, "err_untrained": e, "loss_trained": 2.3, "loss_untrained": 2.3,
+             "train_err_trained": e, "train_err_untrained": e}
+            for s in range(3) for g, e in ((1.0, 90.0), (0.1, 10.0 + s))]
+    df = paper.table(rows)
+    stuck, good = df[df.gain == 1.0].iloc[0], df[df.gain == 0.1].iloc[0]
+    assert not stuck.learned and not stuck.within_2se  # equal errors at chance: nothing learned
+    assert good.learned and good.within_2se
+    assert math.isnan(paper.zero_shot_threshold(df).K_over_M.item())

@@ -27,6 +27,7 @@ METRICS = {"err_trained": ("test_acc", True), "err_untrained": ("test_untrained_
            "train_err_trained": ("train_trained_acc", True), "train_err_untrained": ("train_untrained_acc", True)}
 PAPER_ZERO_SHOT = {"dln": 0.40, "leaky": 0.25}  # K/M where untrained error meets trained (Figs 7, 9)
 PLATEAU_FRACTION = 0.1
+LEARNED_BELOW = 50.0  # trained test error (%) below which a net has left its plateau (chance: 90%)
 
 
 def scan(runs_dir: Path) -> tuple[list[dict], list[str]]:
@@ -89,8 +90,10 @@ def table(rows: list[dict]) -> pd.DataFrame:
         for name in METRICS:
             line[name], line[f"{name}_se"] = _mean_se(list(done[name]))
         line["gap"] = line["err_untrained"] - line["err_trained"]
-        line["within_2se"] = bool(line["gap"] <= 2 * math.hypot(line["err_untrained_se"] or 0, line["err_trained_se"] or 0)) \
-            if not math.isnan(line["gap"]) else False
+        # A net still on its initial plateau (trained error near chance, 90%) generalises trivially.
+        line["learned"] = bool(line["err_trained"] < LEARNED_BELOW)
+        line["within_2se"] = bool(line["learned"] and line["gap"] <= 2 * math.hypot(
+            line["err_untrained_se"] or 0, line["err_trained_se"] or 0)) if not math.isnan(line["gap"]) else False
         line["plateau_exit_epoch"] = _mean_se(list(done.plateau_exit_epoch.astype(float)))[0]
         lines.append(line)
     return pd.DataFrame(lines)
@@ -125,9 +128,10 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
     out += ["| task | regime | M | K | K/M | gain | n | err trained | err untrained | gap | loss trained | "
             "loss untrained | plateau exit (epoch) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in df.sort_values(["task", "regime", "M", "gain", "K"]).iterrows():
+        flag = " ✓" if r.within_2se else ("" if r.learned else " (not learned)")
         out.append(f"| {r.task} | {r.regime} | {r.M} | {r.K} | {r.K_over_M:.2f} | {r.gain:g} | {r.n} | "
                    f"{_pm(r.err_trained, r.err_trained_se)} | {_pm(r.err_untrained, r.err_untrained_se)} | "
-                   f"{r.gap:.2f}{' ✓' if r.within_2se else ''} | {_pm(r.loss_trained, r.loss_trained_se)} | "
+                   f"{r.gap:.2f}{flag} | {_pm(r.loss_trained, r.loss_trained_se)} | "
                    f"{_pm(r.loss_untrained, r.loss_untrained_se)} | {_pm(r.plateau_exit_epoch, None)} |")
     z = zero_shot_threshold(df)
     if len(z):
@@ -138,11 +142,13 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
             out.append(f"| {r.task} | {r.regime} | {r.M} | {r.K_values} | {ours} | ≈{r.paper:.2f} |")
     gains = df[df.gain != 1.0]
     if len(gains):
-        out += ["", "Gain sweep (Fig 10): untrained − trained error per initialisation gain:", "",
-                "| task | regime | M | K | gain | n | gap |", "|---|---|---|---|---|---|---|"]
+        out += ["", "Gain sweep (Fig 10): untrained − trained error per initialisation gain (\"not learned\": "
+                f"trained error ≥ {LEARNED_BELOW:g}%, still on the plateau after the run's epochs):", "",
+                "| task | regime | M | K | gain | n | err trained | err untrained | gap |", "|---|---|---|---|---|---|---|---|---|"]
         for _, r in df[df.K.isin(gains.K.unique()) & df.task.isin(gains.task.unique())].sort_values(
                 ["task", "regime", "K", "gain"], ascending=[True, True, True, False]).iterrows():
-            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.K} | {r.gain:g} | {r.n} | {r.gap:.2f} |")
+            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.K} | {r.gain:g} | {r.n} | {_pm(r.err_trained, r.err_trained_se)} | "
+                       f"{_pm(r.err_untrained, r.err_untrained_se)} | {r.gap:.2f}{'' if r.learned else ' (not learned)'} |")
     runs = [report.Run(r["path"], r["status"], ("routing", "sgd", r["task"]), r["regime"], r["lr"], r["seed"], None,
                        r["epochs"], (None, None), r["finished_at"], r["commit"], r["device"], {}, None, None) for r in rows]
     out += ["", "## Provenance", *report.provenance(runs, command, [
