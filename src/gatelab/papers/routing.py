@@ -192,7 +192,7 @@ def write_table(runs_dir: Path, out: Path, command: str = "") -> pd.DataFrame:
         raise SystemExit(f"no routing runs (arch=routing) below {runs_dir}")
     df = table(rows)
     report.write_outputs(out, "routing", df, {"md": render(df, rows, bad, command)})
-    figures(df, out)
+    figures(df[df.n > 0], out)  # cells with a completed seed
     return df
 
 
