@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
 from . import checkpoints, data as data_mod, pruning, regimes
-from .config import validate
+from .config import ConfigError, validate
 from .models import stack_models, unstack_state
 from .results import RESULTS, RESULTS_VERSION, environment, finished_results, resolve_device
 from .runs import plain, run_dir as run_dir_of
@@ -180,7 +180,7 @@ def train_row(cfg) -> dict:
 
 
 def validate_row(cfg) -> None:
-    from .config import ConfigError
+    """A row's step sizes: per-net step sizes are exact for plain SGD only."""
     lrs = list(cfg.get("lrs") or [])
     if any(not lr > 0 for lr in lrs):
         raise ConfigError(f"lrs={lrs}: step sizes must be > 0")
