@@ -73,12 +73,12 @@ help:
 	@echo "make dgn-figures    paper 002 Figures 1-4 (Gram spectra, convergence vs depth) and 7-8 (FIG_SCALE)"
 	@echo "make exp6           paper 002 experiment 6: train only the gates of a CIFAR-10 conv net"
 	@echo "make races          paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
-	@echo "make races-quick    the same at reduced scale (3 seeds, N=4000 one seed; about 35 min, JOBS=2)"
+	@echo "make races-quick    the same at reduced scale (3 seeds, N=4000 one seed; about 25 min on 2 cores)"
 	@echo "make races-report   re-render outputs/reports/races-quick from outputs/races-quick"
 	@echo "make routing-reduced paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds): K, gain, leaky, rot"
 	@echo "make routing-paper  paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-report re-render outputs/reports/routing-reduced"
-	@echo "make routing-features CIFAR backbone features (reduced and paper scale) and the backbone's accuracy"
+	@echo "make routing-features CIFAR backbone features of the reduced scale (cached) and the backbone's accuracy"
 	@echo "make routing-toy    paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make report         re-render outputs/reports/table2 from outputs/table2"
@@ -202,6 +202,5 @@ routing-report:
 routing-toy:
 	$(PYTHON) -m gatelab.papers.routing toy --out outputs/reports/routing-toy
 
-routing-features:
+routing-features:  # the reduced scale's cache (minutes on a CPU); paper scale fills its own on first use
 	$(PYTHON) -m gatelab.papers.routing features $(DATA_ARG) $(ROUTING_CIFAR_REDUCED)
-	$(PYTHON) -m gatelab.papers.routing features $(DATA_ARG) dataset.routing.M=40
