@@ -153,3 +153,32 @@ def test_precision_is_applied_recorded_and_keyed(tiny_root, tmp_path, kind, tf32
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
     plain = run_key(make_cfg(["arch=fc"]))
     assert (run_key(make_cfg(["arch=fc", f"precision={kind}"])) == plain) == (kind == "fp32")
+
+
+@pytest.mark.parametrize("case", ["routing", "row_lrs", "imp"])
+def test_new_training_paths_stay_on_the_device(tiny_root, tmp_path, case):
+    """Paper 003's routing net (its task buffers, trained pairs, per-epoch pair metrics), a row's
+    per-net step sizes and IMP's gradient masks: model, gradients and accumulators on the device."""
+    base = [f"data.root={tiny_root}", "progress=false", "device=meta", "eval_batch_size=64", "optimizer=sgd"]
+    over = {"routing": ["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "arch.dense=[8]",
+                        "dataset.routing.M=4", "dataset.routing.K=2", "optimizer.batch_size=8"],
+            "row_lrs": ["arch.dense=[8]"], "imp": ["arch.dense=[8]"]}[case]
+    cfg = make_cfg([*base, *over])
+    data = data_mod.load(cfg.dataset, cfg.data, META)
+    lrs = (0.1, 0.01) if case == "row_lrs" else (cfg.optimizer.lr, cfg.optimizer.lr)
+    runs = [train_mod._Run(s, tmp_path / f"s{s}", make_cfg([*base, *over, f"seed={s}", f"optimizer.lr={lr}"]), 0.0)
+            for s, lr in enumerate(lrs)]
+    for r in runs:
+        r.source = None
+        r.build(data, {})
+        if case == "imp":  # a mask as an IMP round holds it (CPU tensors, loaded from the parent's mask.pt)
+            r.mask = {k: torch.rand(r.model.get_parameter(k).shape) > 0.5
+                      for k in ("value.hidden.0.weight", "value.head.weight")}
+    model, opt_, gens = train_mod._setup(cfg, runs, META, start=1)
+    assert _on(META, model.parameters()) | _on(META, model.buffers()) == {META}
+    loss_sum, correct = train_mod._train_epoch(cfg, model, opt_, data, gens, torch.autocast("cpu", enabled=False), 1)
+    assert loss_sum.device == correct.device == META
+    assert {p.grad.device for p in model.parameters() if p.grad is not None} == {META}
+    with pytest.raises(NotImplementedError):  # the first host read; every op before it ran on the device
+        train_mod.extra_metrics(cfg, model, data, 2) if case == "routing" else \
+            evaluate(model, data.test, 64, data.task, 2)

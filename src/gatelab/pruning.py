@@ -64,13 +64,14 @@ def apply_(model: torch.nn.Module, mask: dict) -> None:
 
 def mask_gradients(model: torch.nn.Module, masks: list[Optional[dict]]) -> None:
     """Gradient hooks that keep the pruned weights of a stacked model (seed s: ``masks[s]``) at
-    zero. The masks are laid out like the model's parameters by loading them into a copy of it."""
+    zero. The masks are laid out like the model's parameters by loading them into a CPU copy of it;
+    each hook holds its mask on the parameter's device."""
     if all(m is None for m in masks):
         return
     state = model.state_dict()
-    holder = copy.deepcopy(model)
-    holder.load_state_dict({k: torch.stack([m[k].to(v.dtype) if k in m else torch.ones_like(v[0]) for m in masks])
-                            for k, v in state.items()})
+    holder = copy.deepcopy(model).to_empty(device="cpu")  # the masks are CPU tensors: no device reads
+    holder.load_state_dict({k: torch.stack([m[k].to(v.dtype) if k in m else torch.ones(v.shape[1:], dtype=v.dtype)
+                                            for m in masks]) for k, v in state.items()})
     for p, keep in zip(model.parameters(), holder.parameters()):
         if not bool(keep.all()):
             p.register_hook(lambda g, keep=keep.detach().to(p.device): g * keep)
