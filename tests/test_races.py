@@ -221,9 +221,8 @@ def test_race_figures_are_written_with_their_data(race_runs, tmp_path):
     from gatelab.papers import races
     runs_dir, _ = race_runs
     found, _ = races.scan(runs_dir)
-    races._index_imp(found)
     r = next(r for r in found if r.imp is None and r.seed == 0)
-    table, info = races.neuron_table(r, None, None)
+    table, info = races.neuron_table(r, found, None, None)
     assert len(table) == 12 and info["early"] in races.step_checkpoints(r)
     mask = checkpoints.load(next(f.path for f in found if f.imp == (0.5, 3)) / pruning.MASK_FILE)["mask"]
     assert table["pruned@0.5"].tolist() == neurons.pruned_per_neuron(mask).tolist()

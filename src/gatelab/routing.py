@@ -192,6 +192,7 @@ def init_(net: RoutingNet, gain: float, decoder_fan: str, generator: torch.Gener
 def pair_metrics(model: RoutingNet, split, batch: int, limit: Optional[int] = None, task: str = "classification") -> dict:
     """Per seed: mean loss and accuracy over the trained and the untrained pairs of a split (its
     first ``limit`` examples), every pair computed (per-seed lists)."""
+    from .train import pointwise  # here: gatelab.train imports this module (through regimes)
     model.eval()
     s = model.stack or 1
     mask = model.mask if model.stack is not None else model.mask[None]  # (S, M, M)
@@ -202,7 +203,6 @@ def pair_metrics(model: RoutingNet, split, batch: int, limit: Optional[int] = No
         yb = split.y[start:min(n, start + batch)]
         out = model.all_pairs(xb.expand(s, *xb.shape))  # (S, B, M, M, c)
         y = yb.view(1, -1, 1, 1).expand(*out.shape[:-1])
-        from .train import pointwise
         loss, hit = (t.double() for t in pointwise(out, y, task))
         tm = mask[:, None].double()
         sums["lt"] += (loss * tm).sum((1, 2, 3))

@@ -328,7 +328,7 @@ def early_step(run: RaceRun, curve: pd.DataFrame, early: Optional[int]) -> int:
     return max([t for t in steps if t <= drop / 4] or [steps[0]])
 
 
-def neuron_table(run: RaceRun, root: Optional[str], early: Optional[int]) -> tuple[pd.DataFrame, dict]:
+def neuron_table(run: RaceRun, runs: list[RaceRun], root: Optional[str], early: Optional[int]) -> tuple[pd.DataFrame, dict]:
     """Per neuron: a and cos δ̄ at t=0, at the early step and at the end; its τ=0.99 cluster; and
     the weights IMP pruned from it at each sparsity (round 3 masks of the same cell and seed)."""
     (x, y), _ = run_data(run, root)
@@ -341,24 +341,18 @@ def neuron_table(run: RaceRun, root: Optional[str], early: Optional[int]) -> tup
     final = net_at(run, "last.pt")
     df["cluster99"] = neurons.clusters(neurons.total_weights(final), 0.99).numpy()
     for sp in SPARSITIES:
-        mask = _imp_mask(run, sp)
+        mask = _imp_mask(run, sp, runs)
         df[f"pruned@{sp:g}"] = neurons.pruned_per_neuron(mask).numpy() if mask is not None else np.nan
     return df, {"curve": curve, "early": t_early, "drop": drop_step(curve)}
 
 
-_IMP_RUNS: dict = {}
-
-
-def _imp_mask(run: RaceRun, sparsity: float) -> Optional[dict]:
-    key = (run.std, run.n, run.d, run.normalize, run.epochs, run.seed, (sparsity, 3))
-    path = _IMP_RUNS.get(key)
-    return checkpoints.load(path / pruning.MASK_FILE)["mask"] if path is not None else None
-
-
-def _index_imp(runs: list[RaceRun]) -> None:
+def _imp_mask(run: RaceRun, sparsity: float, runs: list[RaceRun]) -> Optional[dict]:
+    """The keep-mask of the completed IMP round 3 at ``sparsity`` of ``run``'s cell and seed, if any."""
     for r in runs:
-        if r.imp is not None and r.status == "completed":
-            _IMP_RUNS[(r.std, r.n, r.d, r.normalize, r.epochs, r.seed, r.imp)] = r.path
+        if r.imp == (sparsity, 3) and r.status == "completed" and (r.std, r.n, r.d, r.normalize, r.epochs, r.seed) == \
+                (run.std, run.n, run.d, run.normalize, run.epochs, run.seed):
+            return checkpoints.load(r.path / pruning.MASK_FILE)["mask"]
+    return None
 
 
 def _pick(runs, std, n, seed=None) -> Optional[RaceRun]:
@@ -371,7 +365,7 @@ def figure1(runs, root, early, out: Path) -> dict:
     run = _pick(runs, 1e-5, 200)
     if run is None:
         return {}
-    df, info = neuron_table(run, root, early)
+    df, info = neuron_table(run, runs, root, early)
     largest = df[df.cluster99 == 0]
     fig, ax = plt.subplots(1, 4, figsize=(17, 4))
     c = info["curve"]
@@ -466,7 +460,7 @@ def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
     stats, frames = [], []
     for std, n in cells:
         run = _pick(runs, std, n)
-        df, info = neuron_table(run, root, early)
+        df, info = neuron_table(run, runs, root, early)
         df["sigma0"], df["N"], df["seed"], df["early_step"] = std, n, run.seed, info["early"]
         frames.append(df)
         grow = np.log(df.a_early / df.a_0)  # Thm 3.11: log a(t)/a(0) linear in cos δ̄ early on
@@ -518,7 +512,6 @@ def figures(runs_dir: Path, out: Path, root: Optional[str] = None, early: Option
     runs = main_runs(scan(runs_dir)[0])
     if not runs:
         raise SystemExit(f"no race runs (+experiment=race) below {runs_dir}")
-    _index_imp(runs)
     return {"figure1": figure1(runs, root, early, out), "figure3": figure3(runs, root, out),
             "figures4_5": figures4_5(runs, root, early, out)}
 
