@@ -94,7 +94,8 @@ def test_sigkill_mid_epoch_then_resume_equals_uninterrupted(tmp_path):
     assert killed["status"] == "running" and 2 <= len(killed["history"]) < 6
     assert start(tmp_path / "cut").wait(timeout=300) == 0
     _, resumed = _same_run(tmp_path / "ref", tmp_path / "cut")
-    assert resumed["resumed_from_epoch"] >= 2
+    # last.pt is written on the checkpoint thread after results.json is: it can lag by one epoch
+    assert resumed["resumed_from_epoch"] >= max(1, len(killed["history"]) - 1)
 
 
 def test_checkpoint_every_n_epochs_writes_less_and_resumes_identically(tiny_root, tmp_path, monkeypatch):

@@ -155,19 +155,28 @@ def test_a_requeued_job_resumes_from_its_checkpoint_and_ends_as_if_uninterrupted
 def test_a_job_at_its_time_limit_is_requeued_by_submitit_and_completes(cluster, tmp_path):
     """A 1-minute limit with signal_delay_s=40 on a run of about a minute: SLURM signals the job 20 to
     50 s in (its timer is coarse), submitit's checkpoint hook requeues it, and it resumes;
-    the requeues are counted in SLURM's Restarts."""
+    the requeues are counted in SLURM's Restarts. Under load the first signal can come before the
+    first epoch is on disk, so the requeued job is released from the start, not after an epoch."""
     sweep = _start_sweep(cluster, tmp_path / "slurm", 110, "hydra.launcher.timeout_min=1",
                          "hydra.launcher.signal_delay_s=40")
-    results = _results_after(tmp_path / "slurm", 1)
-    ((job, _, _),) = [line.split(" ") for line in _squeue(cluster) if line]
+    deadline = time.time() + 120
+    jobs = []
+    while not jobs and time.time() < deadline and sweep.poll() is None:
+        jobs = [line.split(" ")[0] for line in _squeue(cluster) if line]
+        time.sleep(0.1)
+    assert len(jobs) == 1, f"the sweep queued {jobs}"
+    (job,) = jobs
     _restart_requeued_jobs_at_once(cluster, sweep)
     out, _ = sweep.communicate(timeout=300)
     assert sweep.returncode == 0, out
     requeues = _restarts(cluster, job)
+    (results,) = (tmp_path / "slurm").glob("runs/*/relu/seed0-*/results.json")
     res = json.loads(results.read_text())
-    assert requeues >= 1 and res["status"] == "completed" and res["resumes"] == requeues
+    # every resume is a requeue; a requeue before the first checkpoint starts the run afresh
+    assert requeues >= 1 and res["status"] == "completed" and res.get("resumes", 0) <= requeues
     assert _history(results) == _uninterrupted(cluster, tmp_path / "local", 110)
-    print(f"time limit: job {job}, {requeues} requeue(s), resumed from epoch {res['resumed_from_epoch']}")
+    print(f"time limit: job {job}, {requeues} requeue(s), {res.get('resumes', 0)} resume(s), last from epoch "
+          f"{res.get('resumed_from_epoch')}")
 
 
 def test_a_cancelled_job_is_reported_with_its_reason_and_a_rerun_finishes_it(cluster, tmp_path):
