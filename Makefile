@@ -180,9 +180,9 @@ define routing_runs
 	$(PYTHON) run.py -m '+experiment=[$(2),routing_gain]' $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=$(2)' regime=leaky $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_mnist_rot $(3) out_root=$(1) $(RUN_ARGS)
-	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_cifar_rot 'arch.dense=[1024]' $(4) $(3) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_cifar_rot $(4) $(3) out_root=$(1) $(RUN_ARGS)
 endef
-ROUTING_CIFAR_REDUCED = dataset.limit_train=5000 dataset.limit_test=1000
+ROUTING_CIFAR_REDUCED = dataset.limit_train=5000 dataset.limit_test=1000  # h=128 as for MNIST: h=1024 is 96 s an epoch here, 11x
 define routing_report
 	$(PYTHON) -m gatelab.papers.routing table --runs $(1) --out $(2) --command "$(CMD)"
 endef
@@ -192,7 +192,7 @@ routing-reduced:
 	$(call routing_report,outputs/routing-reduced,outputs/reports/routing-reduced)
 
 routing-paper:
-	$(call routing_runs,outputs/routing-paper,routing_paper,,)
+	$(call routing_runs,outputs/routing-paper,routing_paper,,'arch.dense=[1024]')
 	$(PYTHON) run.py -m '+experiment=routing_paper' dataset.routing.M=100 dataset.routing.K=10,20,30,40,50,60,70,80,90 out_root=outputs/routing-paper $(RUN_ARGS)
 	$(call routing_report,outputs/routing-paper,outputs/reports/routing-paper)
 
