@@ -149,9 +149,10 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     text = (tmp_path / "out" / "routing.md").read_text()
     assert "make routing-reduced" in text and (tmp_path / "out" / "error_vs_K.png").is_file()
     # the zero-shot threshold: the smallest K/M whose gap is within 2 s.e.
-    fake = pd.DataFrame({"task": "t", "regime": "dln", "M": 10, "K": [2, 4, 6], "K_over_M": [.2, .4, .6],
-                         "gain": 1.0, "within_2se": [False, True, True]})
-    assert paper.zero_shot_threshold(fake).K_over_M.item() == 0.4
+    # a lone K at another length (60 epochs) is not a sweep: no threshold of its own
+    fake = pd.DataFrame({"task": "t", "regime": "dln", "M": 10, "K": [2, 4, 6, 2], "K_over_M": [.2, .4, .6, .2],
+                         "gain": 1.0, "epochs": [15, 15, 15, 60], "within_2se": [False, True, True, True]})
+    assert paper.zero_shot_threshold(fake).K_over_M.tolist() == [0.4]
 
 
 # ---- CIFAR features from the frozen backbone (gatelab.backbone) ----
@@ -226,8 +227,10 @@ def test_a_net_still_on_its_plateau_does_not_count_as_generalising():
              "err_trained": e, "err_untrained": e, "loss_trained": 2.3, "loss_untrained": 2.3,
              "train_err_trained": e, "train_err_untrained": e}
             for s in range(3) for g, e in ((1.0, 90.0), (0.1, 10.0 + s))]
+    rows += [dict(r, K=4, path=r["path"] + "k4") for r in rows]
     df = paper.table(rows)
     stuck, good = df[df.gain == 1.0].iloc[0], df[df.gain == 0.1].iloc[0]
     assert not stuck.learned and not stuck.within_2se  # equal errors at chance: nothing learned
     assert good.learned and good.within_2se
+    assert math.isnan(stuck.plateau_exit_epoch) and good.plateau_exit_epoch == 1
     assert math.isnan(paper.zero_shot_threshold(df).K_over_M.item())

@@ -94,17 +94,24 @@ def table(rows: list[dict]) -> pd.DataFrame:
         line["learned"] = bool(line["err_trained"] < LEARNED_BELOW)
         line["within_2se"] = bool(line["learned"] and line["gap"] <= 2 * math.hypot(
             line["err_untrained_se"] or 0, line["err_trained_se"] or 0)) if not math.isnan(line["gap"]) else False
-        line["plateau_exit_epoch"] = _mean_se(list(done.plateau_exit_epoch.astype(float)))[0]
+        # the plateau's end is only defined for a net that left it
+        line["plateau_exit_epoch"] = _mean_se(list(done.plateau_exit_epoch.astype(float)))[0] if line["learned"] else math.nan
         lines.append(line)
     return pd.DataFrame(lines)
 
 
+SWEEP = ["task", "regime", "M", "epochs"]  # one K sweep: K varies, all else fixed
+
+
 def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
-    """Per task/regime at gain 1: the smallest K/M with the untrained error within 2 s.e. of the trained."""
+    """Per K sweep (task, regime, M, epochs; at least two K values) at gain 1: the smallest K/M with
+    the untrained error within 2 s.e. of the trained."""
     out = []
-    for (task, regime, m), g in df[df.gain == 1.0].groupby(["task", "regime", "M"]):
+    for (task, regime, m, epochs), g in df[df.gain == 1.0].groupby(SWEEP):
+        if g.K.nunique() < 2:
+            continue
         ok = g[g.within_2se].sort_values("K")
-        out.append({"task": task, "regime": regime, "M": m, "K_values": len(g),
+        out.append({"task": task, "regime": regime, "M": m, "epochs": epochs, "K_values": len(g),
                     "K_over_M": float(ok.K_over_M.iloc[0]) if len(ok) else math.nan,
                     "paper": PAPER_ZERO_SHOT.get(regime, math.nan)})
     return pd.DataFrame(out)
@@ -125,29 +132,30 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
            "Test-set error (100 − accuracy, %) and cross-entropy on the trained and the untrained (input, output) "
            "domain pairs at the last epoch; mean ± standard error over n seeds (the paper's statistic). "
            "Gap = untrained − trained error; ✓ = within 2 s.e.", ""]
-    out += ["| task | regime | M | K | K/M | gain | n | err trained | err untrained | gap | loss trained | "
-            "loss untrained | plateau exit (epoch) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for _, r in df.sort_values(["task", "regime", "M", "gain", "K"]).iterrows():
+    out += ["| task | regime | M | epochs | K | K/M | gain | n | err trained | err untrained | gap | loss trained | "
+            "loss untrained | plateau exit (epoch) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in df.sort_values(["task", "regime", "M", "epochs", "gain", "K"]).iterrows():
         flag = " ✓" if r.within_2se else ("" if r.learned else " (not learned)")
-        out.append(f"| {r.task} | {r.regime} | {r.M} | {r.K} | {r.K_over_M:.2f} | {r.gain:g} | {r.n} | "
+        out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K} | {r.K_over_M:.2f} | {r.gain:g} | {r.n} | "
                    f"{_pm(r.err_trained, r.err_trained_se)} | {_pm(r.err_untrained, r.err_untrained_se)} | "
                    f"{r.gap:.2f}{flag} | {_pm(r.loss_trained, r.loss_trained_se)} | "
                    f"{_pm(r.loss_untrained, r.loss_untrained_se)} | {_pm(r.plateau_exit_epoch, None)} |")
     z = zero_shot_threshold(df)
     if len(z):
         out += ["", "Smallest K/M at which the untrained error is within 2 s.e. of the trained error (gain 1):", "",
-                "| task | regime | M | K values run | ours | paper |", "|---|---|---|---|---|---|"]
+                "| task | regime | M | epochs | K values run | ours | paper |", "|---|---|---|---|---|---|---|"]
         for _, r in z.iterrows():
             ours = "not reached" if math.isnan(r.K_over_M) else f"{r.K_over_M:.2f}"
-            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.K_values} | {ours} | ≈{r.paper:.2f} |")
+            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K_values} | {ours} | ≈{r.paper:.2f} |")
     gains = df[df.gain != 1.0]
     if len(gains):
         out += ["", "Gain sweep (Fig 10): untrained − trained error per initialisation gain (\"not learned\": "
                 f"trained error ≥ {LEARNED_BELOW:g}%, still on the plateau after the run's epochs):", "",
-                "| task | regime | M | K | gain | n | err trained | err untrained | gap |", "|---|---|---|---|---|---|---|---|---|"]
-        for _, r in df[df.K.isin(gains.K.unique()) & df.task.isin(gains.task.unique())].sort_values(
-                ["task", "regime", "K", "gain"], ascending=[True, True, True, False]).iterrows():
-            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.K} | {r.gain:g} | {r.n} | {_pm(r.err_trained, r.err_trained_se)} | "
+                "| task | regime | M | epochs | K | gain | n | err trained | err untrained | gap |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for _, r in _gain_lines(df).sort_values(["task", "regime", "epochs", "K", "gain"],
+                                                ascending=[True, True, True, True, False]).iterrows():
+            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K} | {r.gain:g} | {r.n} | {_pm(r.err_trained, r.err_trained_se)} | "
                        f"{_pm(r.err_untrained, r.err_untrained_se)} | {r.gap:.2f}{'' if r.learned else ' (not learned)'} |")
     runs = [report.Run(r["path"], r["status"], ("routing", "sgd", r["task"]), r["regime"], r["lr"], r["seed"], None,
                        r["epochs"], (None, None), r["finished_at"], r["commit"], r["device"], {}, None, None) for r in rows]
@@ -159,28 +167,35 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
     return "\n".join(out) + "\n"
 
 
+def _gain_lines(df: pd.DataFrame) -> pd.DataFrame:
+    """The lines of the gain sweeps: every gain of a (task, regime, M, K, epochs) that ran more than one."""
+    key = ["task", "regime", "M", "K", "epochs"]
+    return df[df.groupby(key).gain.transform("nunique") > 1]
+
+
 def figures(df: pd.DataFrame, out: Path) -> None:
     """Error against K/M per task and regime (Figs 7b-c, 8, 9) and against the gain (Fig 10)."""
-    base = df[df.gain == 1.0]
-    panels = sorted(base.groupby(["task", "regime", "M"]).groups)
+    base = df[(df.gain == 1.0) & (df.groupby(SWEEP).K.transform("nunique") > 1)]
+    panels = sorted(base.groupby(SWEEP).groups)
     if panels:
         fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
         for ax, key in zip(axes[0], panels):
-            g = base[(base.task == key[0]) & (base.regime == key[1]) & (base.M == key[2])].sort_values("K")
+            g = base[(base[SWEEP] == pd.Series(key, index=SWEEP)).all(axis=1)].sort_values("K")
             for col, color in (("err_trained", "tab:blue"), ("err_untrained", "tab:orange")):
                 ax.errorbar(g.K_over_M, g[col], g[f"{col}_se"].fillna(0), color=color, marker="o", capsize=2,
                             label=col.split("_")[1])
             ax.set(xlabel="K/M (fraction of trained pathways)", ylabel="test error (%)",
-                   title=f"{key[0]} {key[1]} M={key[2]}")
+                   title=f"{key[0]} {key[1]} M={key[2]}, {key[3]} epochs")
             ax.legend(fontsize=7)
         plotting.save(fig, base, out, "error_vs_K")
-    gains = df[df.K.isin(df[df.gain != 1.0].K.unique())]
-    if (df.gain != 1.0).any():
+    gains = _gain_lines(df)
+    if len(gains):
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        for col, color in (("err_trained", "tab:blue"), ("err_untrained", "tab:orange")):
-            g = gains.sort_values("gain")
-            ax.errorbar(g.gain, g[col], g[f"{col}_se"].fillna(0), color=color, marker="o", capsize=2,
-                        label=col.split("_")[1])
+        for (epochs, g), style in zip(gains.groupby("epochs"), ("-", "--", ":", "-.")):
+            g = g.sort_values("gain")
+            for col, color in (("err_trained", "tab:blue"), ("err_untrained", "tab:orange")):
+                ax.errorbar(g.gain, g[col], g[f"{col}_se"].fillna(0), color=color, marker="o", capsize=2,
+                            linestyle=style, label=f"{col.split('_')[1]}, {epochs} epochs")
         ax.set(xscale="log", xlabel="initialisation gain", ylabel="test error (%)", title="Fig 10: error vs gain")
         ax.legend(fontsize=7)
         plotting.save(fig, gains, out, "error_vs_gain")
