@@ -57,7 +57,8 @@ define table4_runs
 endef
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
-	races races-quick races-report routing-reduced routing-paper routing-report routing-toy routing-features
+	races races-quick races-report routing-reduced routing-paper routing-report routing-toy routing-features \
+	routing-backbone
 
 help:
 	@echo "make install        pip install -e .[dev]"
@@ -78,6 +79,7 @@ help:
 	@echo "make routing-reduced paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds): K, gain, leaky, rot"
 	@echo "make routing-paper  paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-report re-render outputs/reports/routing-reduced"
+	@echo "make routing-backbone train a ResNet-20 for the CIFAR task when resnet20-12fca82f.th is not at hand (GPU)"
 	@echo "make routing-features CIFAR backbone features of the reduced scale (cached) and the backbone's accuracy"
 	@echo "make routing-toy    paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
 	@echo "make bench          seconds per epoch per seed: single-run vs seed-batched path"
@@ -203,6 +205,9 @@ routing-report:
 
 routing-toy:
 	$(PYTHON) -m gatelab.papers.routing toy --out outputs/reports/routing-toy
+
+routing-backbone:  # only without resnet20-12fca82f.th: trains one (akamaster's recipe; a GPU: 200 epochs)
+	$(PYTHON) -m gatelab.papers.routing backbone $(if $(DATA),--data $(abspath $(DATA))) $(if $(EPOCHS),--epochs $(EPOCHS))
 
 routing-features:  # the reduced scale's cache (minutes on a CPU); paper scale fills its own on first use
 	$(PYTHON) -m gatelab.papers.routing features $(DATA_ARG) $(ROUTING_CIFAR_REDUCED)

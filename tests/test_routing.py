@@ -211,6 +211,52 @@ def test_a_cifar_routing_run_trains_on_cached_backbone_features(fake_backbone, t
     assert again["history"][-1]["test_acc"] == res["history"][-1]["test_acc"]
 
 
+def test_backbone_augmentation_is_akamasters_crop_of_the_padded_image_then_a_flip():
+    from gatelab import backbone
+    images = torch.randint(0, 256, (16, 3, 8, 8), dtype=torch.uint8)
+    out = backbone.crop_flip(images, torch.Generator().manual_seed(3), pad=2)
+    gen = torch.Generator().manual_seed(3)  # the same draws, replayed one image at a time
+    dy, dx = torch.randint(0, 5, (2, 16), generator=gen)
+    flip = torch.rand(16, generator=gen) < 0.5
+    padded = F.pad(images, (2, 2, 2, 2))
+    for i in range(16):
+        crop = padded[i, :, dy[i]:dy[i] + 8, dx[i]:dx[i] + 8]
+        assert torch.equal(out[i], crop.flip(2) if flip[i] else crop)
+    assert 0 < int(flip.sum()) < 16 and out.dtype == torch.uint8
+
+
+def test_a_trained_backbone_is_recorded_checked_and_used_by_the_cifar_task(tiny_root, tmp_path, monkeypatch):
+    """Without the published file: train_resnet20 writes a checkpoint in akamaster's layout and a
+    record with its sha256 and accuracy; dataset.routing.backbone=<file> then encodes the task
+    with it (its own feature cache); a changed file or a missing record stops with a clear error."""
+    import shutil
+    from gatelab import backbone
+    root = tmp_path / "data"
+    shutil.copytree(tiny_root, root)
+    monkeypatch.setenv("GATELAB_CACHE", str(tmp_path / "cache"))
+    info = backbone.train_resnet20(root, root / "mine.th", epochs=2, batch=32, limit_train=64, limit_test=40,
+                                   log=lambda *_: None)
+    assert info["recipe"]["milestones"] == [1, 2] and len(info["history"]) == 2 and info["test_images"] == 40
+    assert all(math.isfinite(h["train_loss"]) for h in info["history"])
+    record = json.loads((root / "mine.th.json").read_text())
+    assert record["sha256"] == backbone.sha256(root / "mine.th")
+    net = backbone.load_resnet20(root, "mine.th")
+    saved = torch.load(root / "mine.th", weights_only=False)["state_dict"]
+    assert all(torch.equal(v, saved[f"module.{k}"]) for k, v in net.state_dict().items())
+    over = ["dataset=routing_cifar_rot", "dataset.routing.backbone=mine.th", *ROUTE[1:], "epochs=1",
+            "dataset.limit_train=40", "dataset.limit_test=20"]
+    res = train(make_cfg(over, root, tmp_path / "run"), tmp_path / "run")
+    assert res["status"] == "completed"
+    assert json.loads(backbone.info_path("mine.th").read_text())["sha256"] == record["sha256"]
+    shutil.copy(root / "mine.th", root / "copy.th")  # no record: not a backbone this tool trained
+    with pytest.raises(FileNotFoundError, match="copy.th.json"):
+        backbone.load_resnet20(root, "copy.th")
+    with open(root / "mine.th", "ab") as f:
+        f.write(b"x")
+    with pytest.raises(ValueError, match="sha256"):
+        backbone.load_resnet20(root, "mine.th")
+
+
 def test_a_routing_run_with_the_squared_loss_of_the_theory(tiny_root, tmp_path):
     res = train(make_cfg([*ROUTE, "epochs=3", "dataset.task=classification_l2"], tiny_root, tmp_path / "run"), tmp_path / "run")
     h = res["history"]

@@ -6,13 +6,21 @@ inputs) and keeps conv1 and stages 1-2 (32 channels at 16×16), average-pooled 4
 raw [0,1] images. ``dataset.routing.features``: ``resnet20`` (raw images, the code) or
 ``resnet20_imagenet_norm`` (the backbone's own input normalisation). Features of the M rotated
 copies are computed once and cached outside git (``$GATELAB_CACHE``, default ~/.cache/gatelab).
+
+Without the published file, :func:`train_resnet20` trains one with akamaster's recipe (SGD 0.1,
+momentum 0.9, weight decay 1e-4, batch 128, 200 epochs, step size ÷10 at epochs 100 and 150,
+random 4-pixel-padded crops and horizontal flips, ImageNet mean/std inputs) and writes it beside a
+``<file>.json`` holding its sha256 and test accuracy; ``dataset.routing.backbone=<file>`` uses it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
@@ -74,17 +82,30 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def load_resnet20(root: Path) -> ResNet20:
-    """The pretrained backbone from ``<root>/resnet20-12fca82f.th``, its sha256 checked; eval mode."""
-    path = Path(root) / RESNET20_FILE
+def expected_sha256(path: Path) -> str:
+    """The published file's hash, or the one a trained backbone's ``<file>.json`` records."""
+    if path.name == RESNET20_FILE:
+        return RESNET20_SHA256
+    meta = path.with_name(path.name + ".json")
+    if not meta.is_file():
+        raise FileNotFoundError(f"{meta} is missing: a backbone other than {RESNET20_FILE} must be one that "
+                                "`python -m gatelab.papers.routing backbone` trained (it writes that record)")
+    return json.loads(meta.read_text())["sha256"]
+
+
+def load_resnet20(root: Path, name: str = RESNET20_FILE) -> ResNet20:
+    """The backbone ``<root>/<name>`` (default the published ``resnet20-12fca82f.th``), its sha256
+    checked against the published one or its training record; eval mode."""
+    path = Path(root) / name
     if not path.is_file():
         raise FileNotFoundError(
             f"the CIFAR routing task needs the frozen backbone {path} (akamaster/pytorch_resnet_cifar10, "
             f"pretrained_models/{RESNET20_FILE}, sha256 {RESNET20_SHA256}); put it in the data root "
-            "(data.root or $GATELAB_DATA, e.g. ../shared/data)")
-    digest = sha256(path)
-    if digest != RESNET20_SHA256:
-        raise ValueError(f"{path} has sha256 {digest}, expected {RESNET20_SHA256}")
+            "(data.root or $GATELAB_DATA, e.g. ../shared/data), or train one with `make routing-backbone` "
+            "(GPU: about 200 epochs of ResNet-20) and set dataset.routing.backbone to its file name")
+    digest, want = sha256(path), expected_sha256(path)
+    if digest != want:
+        raise ValueError(f"{path} has sha256 {digest}, expected {want}")
     state = torch.load(path, map_location="cpu", weights_only=False)
     state = state.get("state_dict", state)
     net = ResNet20()
@@ -96,8 +117,77 @@ def _inputs(images: torch.Tensor, kind: str) -> torch.Tensor:
     """uint8 NCHW -> the backbone's input: [0,1] (``resnet20``) or ImageNet-normalised."""
     x = images.float() / 255
     if kind == "resnet20_imagenet_norm":
-        x = (x - torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)) / torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+        dev = x.device
+        x = (x - torch.tensor(IMAGENET_MEAN, device=dev).view(1, 3, 1, 1)) / torch.tensor(IMAGENET_STD, device=dev).view(1, 3, 1, 1)
     return x
+
+
+def crop_flip(images: torch.Tensor, gen: torch.Generator, pad: int = 4) -> torch.Tensor:
+    """akamaster's augmentation for a batch (uint8 NCHW, on its device, no per-image Python): a
+    random HxW crop of the image zero-padded by ``pad`` on each side, then a horizontal flip with
+    probability ½; ``gen`` lives on the images' device."""
+    n, _, h, w = images.shape
+    dev = images.device
+    padded = F.pad(images, (pad, pad, pad, pad))
+    dy, dx = (torch.randint(0, 2 * pad + 1, (2, n), generator=gen, device=dev))
+    flip = torch.rand(n, generator=gen, device=dev) < 0.5
+    cols = torch.arange(w, device=dev)
+    cols = torch.where(flip[:, None], w - 1 - cols, cols) + dx[:, None]  # (n, w)
+    rows = torch.arange(h, device=dev)[None] + dy[:, None]  # (n, h)
+    batch = torch.arange(n, device=dev)[:, None, None]
+    return padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+
+
+def train_resnet20(root: Path, out: Path, epochs: int = 200, batch: int = 128, lr: float = 0.1,
+                   device: str = "cpu", seed: int = 0, limit_train: Optional[int] = None,
+                   limit_test: Optional[int] = None, log=print) -> dict:
+    """Train a ResNet-20 on CIFAR-10 from ``root`` with akamaster's recipe (module docstring; the
+    milestones at ½ and ¾ of ``epochs``), write its state dict to ``out`` (akamaster's layout) and
+    ``<out>.json`` (sha256, recipe, test accuracy with both input conventions, per-epoch history)."""
+    from . import data as data_mod
+    arrays = data_mod.load_arrays("cifar10", str(root), download=False)
+    dev = torch.device(device)
+    pick = {k: data_mod.first_balanced(arrays[f"y_{k}"], n) for k, n in (("train", limit_train), ("test", limit_test))}
+    x = {k: torch.from_numpy(arrays[f"x_{k}"][i]).permute(0, 3, 1, 2).contiguous().to(dev) for k, i in pick.items()}
+    y = {k: torch.from_numpy(arrays[f"y_{k}"][i].astype(np.int64)).to(dev) for k, i in pick.items()}
+    torch.manual_seed(seed)
+    net = ResNet20().to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
+    milestones = [math.ceil(epochs / 2), math.ceil(3 * epochs / 4)]
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones, 0.1)
+    gen = torch.Generator(dev).manual_seed(seed)
+    n, history, t0 = len(y["train"]), [], time.time()
+    for epoch in range(1, epochs + 1):
+        net.train()
+        order = torch.randperm(n, generator=gen, device=dev)
+        loss_sum = torch.zeros((), device=dev)
+        for start in range(0, n, batch):
+            idx = order[start:start + batch]
+            out_ = net(_inputs(crop_flip(x["train"][idx], gen), "resnet20_imagenet_norm"))
+            loss = F.cross_entropy(out_, y["train"][idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.detach() * len(idx)
+        sched.step()
+        net.eval()
+        acc = accuracy(net, x["test"], y["test"], "resnet20_imagenet_norm")
+        history.append({"epoch": epoch, "train_loss": float(loss_sum) / n, "test_acc": acc,
+                        "seconds": round(time.time() - t0, 1)})
+        log(f"backbone epoch {epoch}/{epochs}: train loss {history[-1]['train_loss']:.4f}, test acc {acc:.4f}")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    torch.save({"best_prec1": 100 * history[-1]["test_acc"],
+                "state_dict": {f"module.{k}": v.cpu() for k, v in net.state_dict().items()}}, tmp)
+    os.replace(tmp, out)
+    info = {"file": out.name, "sha256": sha256(out), "recipe": {"epochs": epochs, "batch": batch, "lr": lr,
+            "momentum": 0.9, "weight_decay": 1e-4, "milestones": milestones, "augment": "crop 4 + flip",
+            "inputs": "resnet20_imagenet_norm", "seed": seed, "limit_train": limit_train},
+            "device": str(dev), "test_images": len(y["test"]),
+            **{f"test_acc_{k}": accuracy(net, x["test"], y["test"], k) for k in FEATURES}, "history": history}
+    out.with_name(out.name + ".json").write_text(json.dumps(info, indent=1) + "\n")
+    return info
 
 
 @torch.no_grad()
@@ -123,6 +213,11 @@ def rotated_features(net: ResNet20, images: torch.Tensor, index: torch.Tensor, k
     return out
 
 
+def info_path(name: str = RESNET20_FILE) -> Path:
+    """The record of a backbone's test accuracy, written beside the feature cache."""
+    return cache_dir() / ("backbone.json" if name == RESNET20_FILE else f"backbone-{name}.json")
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("GATELAB_CACHE", Path.home() / ".cache" / "gatelab")).expanduser() / "features"
 
@@ -131,8 +226,9 @@ def cached_features(routing_cfg, root, splits: dict, index: torch.Tensor) -> dic
     """{split: (N, M·512) float32} for ``splits`` {name: (uint8 NCHW images, labels)}, computed
     with the backbone from ``root`` or read from the cache; the backbone's test accuracy (with both
     input conventions) is recorded beside the cache in ``backbone.json``."""
-    kind = routing_cfg.features
-    key = hashlib.sha1(json.dumps({"kind": kind, "M": routing_cfg.M, "angle": routing_cfg.max_angle,
+    kind, name = routing_cfg.features, routing_cfg.get("backbone") or RESNET20_FILE
+    other = {"backbone": name} if name != RESNET20_FILE else {}  # the published file keeps its old cache keys
+    key = hashlib.sha1(json.dumps({"kind": kind, "M": routing_cfg.M, "angle": routing_cfg.max_angle, **other,
                                    "n": {k: int(len(v[0])) for k, v in splits.items()},
                                    "first": {k: hashlib.sha1(v[0].numpy().tobytes()).hexdigest()
                                              for k, v in splits.items()}}, sort_keys=True).encode()).hexdigest()[:12]
@@ -140,7 +236,7 @@ def cached_features(routing_cfg, root, splits: dict, index: torch.Tensor) -> dic
     if path.is_file():
         with np.load(path) as f:
             return {k: torch.from_numpy(f[k]) for k in splits}
-    net = load_resnet20(root)
+    net = load_resnet20(root, name)
     feats = {k: rotated_features(net, images, index, kind).flatten(1).numpy() for k, (images, _) in splits.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
@@ -148,7 +244,7 @@ def cached_features(routing_cfg, root, splits: dict, index: torch.Tensor) -> dic
     os.replace(tmp, path)
     if "test" in splits:
         images, labels = splits["test"]
-        info = {"backbone": RESNET20_FILE, "sha256": RESNET20_SHA256, "test_images": int(len(images)),
+        info = {"backbone": name, "sha256": expected_sha256(Path(root) / name), "test_images": int(len(images)),
                 **{f"test_acc_{k}": accuracy(net, images, labels, k) for k in FEATURES}}
-        (path.parent / "backbone.json").write_text(json.dumps(info, indent=1) + "\n")
+        info_path(name).write_text(json.dumps(info, indent=1) + "\n")
     return {k: torch.from_numpy(v) for k, v in feats.items()}

@@ -146,6 +146,9 @@ class RoutingConfig:
     # CIFAR: the inputs are the frozen backbone's 512-d features of each rotated copy (gatelab.backbone):
     # resnet20 (raw images, the authors' code) | resnet20_imagenet_norm; None: the pixels themselves
     features: Optional[str] = later(None)
+    # the backbone file in the data root: the published one (sha256 pinned) or one that
+    # `python -m gatelab.papers.routing backbone` trained (sha256 in its <file>.json)
+    backbone: str = later("resnet20-12fca82f.th")
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 ``python -m gatelab.papers.routing table --runs outputs/routing-reduced --out outputs/reports/routing-reduced``
 ``python -m gatelab.papers.routing toy --out outputs/reports/routing-toy`` (Figs 3-6, :mod:`gatelab.routing_toy`)
+``python -m gatelab.papers.routing backbone`` (a ResNet-20 for the CIFAR task, :func:`gatelab.backbone.train_resnet20`)
 
 Reads the runs of ``arch=routing`` (``+experiment=routing_reduced`` or ``routing_paper``) and lays
 out, per task (dataset, regime, M) and K, the error (1 − accuracy) and the loss on the trained and
@@ -233,7 +234,7 @@ def features(overrides: list[str]) -> dict:
     from ..runs import compose
     cfg = compose(["dataset=routing_cifar_rot", "arch=routing", "regime=dln", *overrides])
     data = data_mod.load(cfg.dataset, cfg.data, "cpu")
-    info = json.loads((backbone.cache_dir() / "backbone.json").read_text())
+    info = json.loads(backbone.info_path(cfg.dataset.routing.backbone).read_text())
     return {"train": tuple(data.train.x.shape), "test": tuple(data.test.x.shape), "cache": str(backbone.cache_dir()), **info}
 
 
@@ -244,7 +245,26 @@ def main(argv=None) -> None:
     tp.add_argument("--out", type=Path, required=True)
     fp = sub.add_parser("features", help="cache the CIFAR backbone features of a config; print the backbone's accuracy")
     fp.add_argument("overrides", nargs="*", help="config overrides (dataset.routing.M=..., dataset.limit_train=...)")
+    bp = sub.add_parser("backbone", help="train a ResNet-20 backbone (akamaster's recipe) into the data root, "
+                        "for when resnet20-12fca82f.th is not at hand (GPU: 200 epochs)")
+    bp.add_argument("--data", type=Path, default=None, help="data root holding cifar10.npz (default: $GATELAB_DATA)")
+    bp.add_argument("--name", default=None, help="file name in the data root (default resnet20-gatelab-s<seed>.th)")
+    bp.add_argument("--epochs", type=int, default=200)
+    bp.add_argument("--device", default="cuda" if __import__("torch").cuda.is_available() else "cpu")
+    bp.add_argument("--seed", type=int, default=0)
+    bp.add_argument("--limit-train", type=int, default=None)
+    bp.add_argument("--limit-test", type=int, default=None)
     args = ap.parse_args(argv)
+    if args.what == "backbone":
+        from .. import backbone, data as data_mod
+        root = data_mod.data_root(str(args.data) if args.data else None)
+        name = args.name or f"resnet20-gatelab-s{args.seed}.th"
+        info = backbone.train_resnet20(root, root / name, args.epochs, device=args.device, seed=args.seed,
+                                       limit_train=args.limit_train, limit_test=args.limit_test)
+        print(f"{root / name}: test accuracy {info['test_acc_resnet20_imagenet_norm']:.4f} (its own normalisation), "
+              f"{info['test_acc_resnet20']:.4f} (raw [0,1] inputs, as the authors' code feeds it); "
+              f"use it with dataset.routing.backbone={name}")
+        return
     if args.what == "features":
         print(features(args.overrides))
         return
