@@ -84,6 +84,7 @@ def test_rendered_files_name_the_exclusions_and_are_reproducible(runs, tmp_path)
     assert "| Arch | Optimiser | Dataset | FRNPF (II) | FRNPF (DI) | DLNPF (β=4) | FLNPF | ReLU |" in md
     assert "**98.00 ± 0.20**† (n=3, lr 0.01)" in md and "paper 97.85 ± 0.09" in md and "Δ +0.15" in md
     assert "diverged:seed1" in md and "truncated" in md and "make x" in md
+    assert "the step size with the highest mean" in md  # three SGD step sizes ran: the best is shown
     csv = pd.read_csv(tmp_path / "a" / "table2.csv")
     assert len(csv) == 3 and set(csv.regime) == {"relu", "dlnpf"}
     assert "98.20$\\pm$0.16 (98.22)" in (tmp_path / "a" / "table2.tex").read_text()
@@ -155,5 +156,6 @@ def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):
     assert line.std_other_ddof == pytest.approx(statistics.pstdev([96.02, 96.3]))
     text = (tmp_path / "out" / "table2.md").read_text()
     assert "## Length" in text and "| FC | Adam | ReLU | 0.0001 | 5 | 4;5 | 4 |" in text
+    assert "One step size per row" in text and "highest mean" not in text
     other = npf.write_table2(root, tmp_path / "out3", lrs={"adam": 3e-4})
     assert other[other.regime == "relu"].iloc[0]["mean"] == pytest.approx(50.0)

@@ -89,6 +89,8 @@ def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
 
 
 def _cell_md(line) -> str:
+    if not line["n"]:
+        return f"— (no completed seed)<br>paper {line['paper_mean']:.2f} ± {line['paper_std']:.2f}"
     flags = ("†" if line["short"] else "") + ("‡" if line["far"] else "")
     lr = f", lr {line['lr']:g}" if line["optimizer"] == "sgd" and line["lr"] is not None else ""
     other = "" if math.isnan(line["std_other_ddof"]) else f"<br>ddof={1 - line['ddof']}: ± {line['std_other_ddof']:.2f}"
@@ -107,13 +109,20 @@ def _opt_title(opt: str) -> str:
     return "SGD" if opt == "sgd" else "Adam"
 
 
+def _lr_rule(df: pd.DataFrame) -> str:
+    """How the SGD cells' step sizes were chosen: the best of several, or the one that ran."""
+    sgd = df[df.optimizer == "sgd"]
+    if (sgd.lrs_tried.str.count("=") > 1).any():
+        return "SGD: per cell, the step size with the highest mean (lr shown)."
+    return "One step size per row (lr shown for SGD), as the paper's code ran it."
+
+
 def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str) -> str:
     ddof = int(df.ddof.iloc[0])
     out = ["# Table 2 (paper 001): best test accuracy (%), ours vs published", "",
            f"Mean ± {report.STATISTICS[ddof]} over seeds of each run's best test accuracy; the paper's "
            "numbers use ddof=0. n = completed seeds. † fewer seeds than the fullest cell; ‡ more than 2 paper-std "
-           "+ 0.5 points from the paper. SGD: per cell, the step size with the highest mean (lr shown). "
-           "Δ = ours − paper.", ""]
+           "+ 0.5 points from the paper. " + _lr_rule(df) + " Δ = ours − paper.", ""]
     out.append("| Arch | Optimiser | Dataset | " + " | ".join(REGIME_TITLES[r] for r in REGIMES) + " |")
     out.append("|---|---|---|" + "---|" * len(REGIMES))
     for row, cells in _rows(df):
