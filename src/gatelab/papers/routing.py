@@ -28,7 +28,8 @@ METRICS = {"err_trained": ("test_acc", True), "err_untrained": ("test_untrained_
            "train_err_trained": ("train_trained_acc", True), "train_err_untrained": ("train_untrained_acc", True)}
 PAPER_ZERO_SHOT = {"dln": 0.40, "leaky": 0.25}  # K/M where untrained error meets trained (Figs 7, 9)
 PLATEAU_FRACTION = 0.1
-LEARNED_BELOW = 50.0  # trained test error (%) below which a net has left its plateau (chance: 90%)
+LEARNED_BELOW = 70.0  # trained test error (%) below which a net has left its plateau: 20 points under chance
+# (90%); a stuck net sits at chance, and CIFAR features reach only about 46% trained error at the reduced scale
 
 
 def scan(runs_dir: Path) -> tuple[list[dict], list[str]]:
