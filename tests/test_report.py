@@ -147,6 +147,7 @@ def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):
         hist = [{"epoch": e + 1, "test_acc": a / 100, "train_acc": 0.99 + e / 1000} for e, a in enumerate(c)]
         fake_run(root, "fc", "adam", "mnist", "relu", 1e-4, seed, max(c) / 100, epochs=5, history=hist)
         fake_run(root, "fc", "adam", "mnist", "relu", 3e-4, seed, 0.5, epochs=5, history=hist)
+    fake_run(root, "fc", "adam", "mnist", "frnpf_ii", 1e-4, 0, None, status="running", epochs=7)  # not counted
     df = npf.write_table2(root, tmp_path / "out", lrs={"adam": 1e-4})
     line = df[df.regime == "relu"].iloc[0]
     assert line.lr == 1e-4 and line.n == 2 and line["mean"] == pytest.approx(96.16)
@@ -157,5 +158,7 @@ def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):
     text = (tmp_path / "out" / "table2.md").read_text()
     assert "## Length" in text and "| FC | Adam | ReLU | 0.0001 | 5 | 4;5 | 4 |" in text
     assert "One step size per row" in text and "highest mean" not in text
+    assert "— (no completed seed)<br>paper 96.02 ± 0.13" in text  # the running cell: the paper's number only
+    assert "FC/adam/MNIST: 5 epochs, examples train/test all/all" in text  # the scale of the counted runs
     other = npf.write_table2(root, tmp_path / "out3", lrs={"adam": 3e-4})
     assert other[other.regime == "relu"].iloc[0]["mean"] == pytest.approx(50.0)

@@ -109,6 +109,11 @@ def _opt_title(opt: str) -> str:
     return "SGD" if opt == "sgd" else "Adam"
 
 
+def _whole(v) -> str:
+    """An epoch count that a column of floats (NaN for cells without runs) holds."""
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v))
+
+
 def _lr_rule(df: pd.DataFrame) -> str:
     """How the SGD cells' step sizes were chosen: the best of several, or the one that ran."""
     sgd = df[df.optimizer == "sgd"]
@@ -141,13 +146,15 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
             if line is None or not line["n"]:
                 continue
             out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {REGIME_TITLES[r]} | {line['lr']:g} | "
-                       f"{line['epochs']} | {line['best_epochs']} | {line['epochs_within_0.05']} | "
+                       f"{line['epochs']} | {line['best_epochs']} | {_whole(line['epochs_within_0.05'])} | "
                        f"{line['final_train_acc']:.2f} | {line['final_test_acc']:.2f} |")
     scale = []
-    for row, cells in _rows(df):
-        line = next(iter(cells.values()))
-        scale.append(f"{row[0].upper()}/{row[1]}/{report.DATASET_TITLES[row[2]]}: {line['epochs']} epochs, "
-                     f"examples train/test {line['limits']}")
+    for row, cells in _rows(df):  # over the cells with a completed seed
+        done = [line for line in cells.values() if line["n"]]
+        if done:
+            scale.append(f"{row[0].upper()}/{row[1]}/{report.DATASET_TITLES[row[2]]}: "
+                         f"{report.joined(x for line in done for x in line['epochs'].split(','))} epochs, examples "
+                         f"train/test {report.joined(x for line in done for x in line['limits'].split(','))}")
     out += ["", "## Provenance", *report.provenance(runs, command, scale)]
     excluded = [(f"{line['arch']}/{line['optimizer']}/{line['regime']}", line["excluded"])
                 for _, line in df.iterrows() if line["excluded"]]
