@@ -110,8 +110,8 @@ table2-mnist-full:
 	$(PYTHON) run.py -m '+experiment=[table2_fc_adam]' optimizer.lr=3e-4 out_root=$(T2_FULL) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[table2_fc_adam]' optimizer.lr=3e-4 regime=flnpf out_root=$(T2_FULL) $(RUN_ARGS)
 	$(call table2_row,fc_sgd,$(T2_FULL),)
-	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_FULL) --arch fc --lr adam=1e-4 --out outputs/reports/table2-mnist --command "$(CMD)"
-	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_FULL) --arch fc --lr adam=3e-4 --out outputs/reports/table2-mnist/adam3e-4 --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_FULL) --arch fc --lr adam=1e-4 --out outputs/reports/table2-mnist-full --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_FULL) --arch fc --lr adam=3e-4 --out outputs/reports/table2-mnist-full/adam3e-4 --command "$(CMD)"
 
 table2-quick:
 	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),outputs/table2-quick,$(call quick_of,$(row))))
