@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import checkpoints
+
 RESNET20_FILE = "resnet20-12fca82f.th"
 RESNET20_SHA256 = "12fca82f0bebc4135bf1f32f6e3710e61d5108578464b84fd6d7f5c1b04036c8"
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -176,17 +178,15 @@ def train_resnet20(root: Path, out: Path, epochs: int = 200, batch: int = 128, l
                         "seconds": round(time.time() - t0, 1)})
         log(f"backbone epoch {epoch}/{epochs}: train loss {history[-1]['train_loss']:.4f}, test acc {acc:.4f}")
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    torch.save({"best_prec1": 100 * history[-1]["test_acc"],
-                "state_dict": {f"module.{k}": v.cpu() for k, v in net.state_dict().items()}}, tmp)
-    os.replace(tmp, out)
+    state = {"best_prec1": 100 * history[-1]["test_acc"],
+             "state_dict": {f"module.{k}": v.cpu() for k, v in net.state_dict().items()}}
+    checkpoints.atomic_write_bytes(out, lambda tmp: torch.save(state, tmp))
     info = {"file": out.name, "sha256": sha256(out), "recipe": {"epochs": epochs, "batch": batch, "lr": lr,
             "momentum": 0.9, "weight_decay": 1e-4, "milestones": milestones, "augment": "crop 4 + flip",
             "inputs": "resnet20_imagenet_norm", "seed": seed, "limit_train": limit_train},
             "device": str(dev), "test_images": len(y["test"]),
             **{f"test_acc_{k}": accuracy(net, x["test"], y["test"], k) for k in FEATURES}, "history": history}
-    out.with_name(out.name + ".json").write_text(json.dumps(info, indent=1) + "\n")
+    checkpoints.atomic_write_json(out.with_name(out.name + ".json"), info)
     return info
 
 
@@ -246,5 +246,5 @@ def cached_features(routing_cfg, root, splits: dict, index: torch.Tensor) -> dic
         images, labels = splits["test"]
         info = {"backbone": name, "sha256": expected_sha256(Path(root) / name), "test_images": int(len(images)),
                 **{f"test_acc_{k}": accuracy(net, images, labels, k) for k in FEATURES}}
-        info_path(name).write_text(json.dumps(info, indent=1) + "\n")
+        checkpoints.atomic_write_json(info_path(name), info)
     return {k: torch.from_numpy(v) for k, v in feats.items()}
