@@ -84,7 +84,7 @@ def test_rendered_files_name_the_exclusions_and_are_reproducible(runs, tmp_path)
     assert "| Arch | Optimiser | Dataset | FRNPF (II) | FRNPF (DI) | DLNPF (β=4) | FLNPF | ReLU |" in md
     assert "**98.00 ± 0.20**† (n=3, lr 0.01)" in md and "paper 97.85 ± 0.09" in md and "Δ +0.15" in md
     assert "diverged:seed1" in md and "truncated" in md and "make x" in md
-    assert "the step size with the highest mean" in md  # three SGD step sizes ran: the best is shown
+    assert "the one with the highest mean" in md and "## Step sizes" in md  # three SGD step sizes ran
     csv = pd.read_csv(tmp_path / "a" / "table2.csv")
     assert len(csv) == 3 and set(csv.regime) == {"relu", "dlnpf"}
     assert "98.20$\\pm$0.16 (98.22)" in (tmp_path / "a" / "table2.tex").read_text()
@@ -162,3 +162,32 @@ def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):
     assert "FC/adam/MNIST: 5 epochs, examples train/test all/all" in text  # the scale of the counted runs
     other = npf.write_table2(root, tmp_path / "out3", lrs={"adam": 3e-4})
     assert other[other.regime == "relu"].iloc[0]["mean"] == pytest.approx(50.0)
+
+
+def test_several_step_sizes_of_a_row_are_labelled_and_listed(tmp_path):
+    """Without ``--lr`` a cell that ran Adam at 1e-4 and 3e-4 shows the better one with its lr,
+    the rule says so, and the Step sizes section gives both means; one step size: no section."""
+    root = tmp_path / "runs"
+    for seed, (a, b) in enumerate([(0.980, 0.975), (0.982, 0.973), (0.981, 0.971)]):
+        fake_run(root, "fc", "adam", "mnist", "relu", 1e-4, seed, a)
+        fake_run(root, "fc", "adam", "mnist", "relu", 3e-4, seed, b)
+    fake_run(root, "fc", "adam", "mnist", "dlnpf", 1e-4, 0, 0.983)
+    df = npf.write_table2(root, tmp_path / "out")
+    assert df[df.regime == "relu"].iloc[0].lr == 1e-4
+    text = (tmp_path / "out" / "table2.md").read_text()
+    assert "**98.10 ± 0.10** (n=3, lr 0.0001)" in text and "highest mean" in text
+    assert "| FC | Adam | ReLU | 0.0003 | 3 | 97.30 ± 0.20 | -0.84 |" in text
+    assert "| FC | Adam | ReLU | 0.0001 | 3 | 98.10 ± 0.10 | -0.04 |" in text
+    assert "DLNPF (β=4) | 0.0001 | 1 |" not in text.split("## Step sizes")[1]  # one step size: not listed
+    steps = pd.read_csv(tmp_path / "out" / "table2_step_sizes.csv")
+    assert sorted(steps.lr) == [1e-4, 3e-4] and set(steps.regime) == {"relu"}
+    one = npf.write_table2(root, tmp_path / "one", lrs={"adam": 3e-4})  # the table: 3e-4 only
+    assert one[one.regime == "relu"].iloc[0]["mean"] == pytest.approx(97.3) and "dlnpf" not in set(one.regime)
+    text = (tmp_path / "one" / "table2.md").read_text()
+    assert "**97.30 ± 0.20**‡ (n=3, lr 0.0003)" not in text  # one step size in the table: lr not singled out
+    assert "| FC | Adam | ReLU | 0.0001 | 3 | 98.10 ± 0.10 | -0.04 |" in text.split("## Step sizes")[1]
+    fake_run(root, "fc", "adam", "mnist", "relu", 1e-4, 3, 0.95, status="failed")
+    (root / "fc-adam-0.0003").rename(tmp_path / "elsewhere")
+    npf.write_table2(root, tmp_path / "none")  # one step size left: no section, no csv
+    assert "## Step sizes" not in (tmp_path / "none" / "table2.md").read_text()
+    assert not (tmp_path / "none" / "table2_step_sizes.csv").exists()

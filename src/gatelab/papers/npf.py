@@ -4,8 +4,10 @@
 ``python -m gatelab.papers.npf figure3 --scale quick --runs outputs/figure3-quick --out outputs/reports/figure3``
 
 Table 2: best test accuracy (%) per run, mean ± std over seeds (``--ddof 1``, ours, by default;
-``--ddof 0`` is ``np.std`` as the paper's code). For SGD rows the step size of each cell is the one
-with the highest mean over its completed seeds (the paper: "the best of {0.1, 0.01, 0.001}").
+``--ddof 0`` is ``np.std`` as the paper's code). Each row's experiment runs one step size, the
+code's; where a cell ran several (``+experiment=sgd_sweep``, the paper's "best of {0.1, 0.01, 0.001}",
+or the FC Adam row at 1e-4 and 3e-4) the table shows the one with the highest mean and a "Step sizes"
+section lists them all; ``--lr OPT=LR`` keeps one.
 
 Figure 3:
 * left: continuous NPF learning. A ReLU GCONV (Adam, CIFAR-10) is checkpointed at 6 stages; FLNPF-k
@@ -48,21 +50,36 @@ _P = {  # paper 001 Table 2: (mean, std) of best test accuracy in %, 5 runs
 PAPER_TABLE2 = {row: dict(zip(REGIMES, _P[row[:2]])) for row in ROWS}
 
 
+def _by_lr(cell: list[report.Run], ddof: int) -> dict:
+    """{lr: (completed runs one per seed, mean, std)} of one cell, over the step sizes with a completed seed."""
+    out = {}
+    for lr in sorted({r.lr for r in cell}):
+        seeds = report.completed_by_seed(r for r in cell if r.lr == lr)
+        if seeds:
+            chosen = [seeds[k] for k in sorted(seeds)]
+            out[lr] = (chosen, *report.mean_std([r.best for r in chosen], ddof))
+    return out
+
+
+def _length(chosen: list[report.Run]) -> dict:
+    """How long the cell's runs were and when they peaked (the report's Length section)."""
+    return {"epochs": report.joined(r.epochs for r in chosen),
+            "best_epochs": ";".join(str(r.best_epoch) for r in chosen),
+            "epochs_within_0.05": report.epochs_to_reach(chosen)}
+
+
 def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: int = 1) -> pd.DataFrame:
-    """One line per (row, regime) cell: ours (chosen step size), the paper's, the difference.
-    ``expected_seeds`` None: the largest number of seeds of any cell."""
+    """One line per (row, regime) cell: ours (the step size with the highest mean, when several
+    ran), the paper's, the difference. ``expected_seeds`` None: the largest number of seeds of any cell."""
     lines = []
     for row in ROWS:
         for regime in REGIMES:
             cell = [r for r in runs if r.row == row and r.regime == regime]
             if not cell:
                 continue
-            done = {lr: report.completed_by_seed(r for r in cell if r.lr == lr) for lr in sorted({r.lr for r in cell})}
-            done = {lr: seeds for lr, seeds in done.items() if seeds}
-            by_lr = {lr: report.mean_std([r.best for r in seeds.values()], ddof) for lr, seeds in done.items()}
-            lr = max(by_lr, key=lambda k: (by_lr[k][0], len(done[k]))) if by_lr else None
-            mean, std = by_lr[lr] if lr is not None else (math.nan, math.nan)
-            chosen = list(done[lr].values()) if lr is not None else []
+            by_lr = _by_lr(cell, ddof)
+            lr = max(by_lr, key=lambda k: (by_lr[k][1], len(by_lr[k][0]))) if by_lr else None
+            chosen, mean, std = by_lr[lr] if lr is not None else ([], math.nan, math.nan)
             excluded = [r for r in cell if r.status != "completed" and (lr is None or r.lr == lr)]
             std_other = report.mean_std([r.best for r in chosen], 1 - ddof)[1]
             p_mean, p_std = PAPER_TABLE2[row][regime]
@@ -73,10 +90,8 @@ def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
                 "paper_mean": p_mean, "paper_std": p_std, "diff": diff,
                 "far": bool(abs(diff) > 2 * p_std + 0.5) if not math.isnan(diff) else False,
                 "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in excluded)),
-                "lrs_tried": ";".join(f"{k:g}={v[0]:.2f}(n={len(done[k])})" for k, v in sorted(by_lr.items())),
-                "epochs": report.joined(r.epochs for r in chosen),
-                "best_epochs": ";".join(str(r.best_epoch) for r in sorted(chosen, key=lambda r: r.seed)),
-                "epochs_within_0.05": report.epochs_to_reach(chosen),
+                "lrs_tried": ";".join(f"{k:g}={v[1]:.2f}(n={len(v[0])})" for k, v in by_lr.items()),
+                **_length(chosen),
                 "final_train_acc": report.mean_std([r.train_curve[-1] for r in chosen if r.train_curve])[0],
                 "final_test_acc": report.mean_std([r.test_curve[-1] for r in chosen if r.test_curve
                                                    and r.test_curve[-1] is not None])[0],
@@ -88,11 +103,29 @@ def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
     return df
 
 
+def step_sizes(runs: list[report.Run], ddof: int = 1) -> pd.DataFrame:
+    """Every step size of every cell that ran more than one (e.g. the FC Adam row at the code's 1e-4
+    and the paper text's 3e-4, or the SGD sweep): one line per (cell, lr)."""
+    lines = []
+    for row in ROWS:
+        for regime in REGIMES:
+            by_lr = _by_lr([r for r in runs if r.row == row and r.regime == regime], ddof)
+            if len(by_lr) < 2:
+                continue
+            p_mean = PAPER_TABLE2[row][regime][0]
+            for lr, (chosen, mean, std) in by_lr.items():
+                lines.append({"arch": row[0], "optimizer": row[1], "dataset": row[2], "regime": regime, "lr": lr,
+                              "n": len(chosen), "mean": mean, "std": std, "ddof": ddof, "paper_mean": p_mean,
+                              "diff": mean - p_mean, **_length(chosen)})
+    return pd.DataFrame(lines)
+
+
 def _cell_md(line) -> str:
     if not line["n"]:
         return f"— (no completed seed)<br>paper {line['paper_mean']:.2f} ± {line['paper_std']:.2f}"
     flags = ("†" if line["short"] else "") + ("‡" if line["far"] else "")
-    lr = f", lr {line['lr']:g}" if line["optimizer"] == "sgd" and line["lr"] is not None else ""
+    several = line["lrs_tried"].count(";") > 0
+    lr = f", lr {line['lr']:g}" if (line["optimizer"] == "sgd" or several) and line["lr"] is not None else ""
     other = "" if math.isnan(line["std_other_ddof"]) else f"<br>ddof={1 - line['ddof']}: ± {line['std_other_ddof']:.2f}"
     return (f"**{report.fmt(line['mean'], line['std'])}**{flags} (n={line['n']}{lr}){other}<br>"
             f"paper {line['paper_mean']:.2f} ± {line['paper_std']:.2f}<br>Δ {line['diff']:+.2f}")
@@ -115,14 +148,30 @@ def _whole(v) -> str:
 
 
 def _lr_rule(df: pd.DataFrame) -> str:
-    """How the SGD cells' step sizes were chosen: the best of several, or the one that ran."""
-    sgd = df[df.optimizer == "sgd"]
-    if (sgd.lrs_tried.str.count("=") > 1).any():
-        return "SGD: per cell, the step size with the highest mean (lr shown)."
+    """How the cells' step sizes were chosen: the best of several, or the one that ran."""
+    if (df.lrs_tried.str.count(";") > 0).any():  # lrs_tried: "lr=mean(n=k)" joined by ";"
+        return ("Where a cell ran several step sizes, it shows the one with the highest mean (lr shown; all of "
+                "them under Step sizes).")
     return "One step size per row (lr shown for SGD), as the paper's code ran it."
 
 
-def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str) -> str:
+def _step_sizes_md(steps: pd.DataFrame) -> list[str]:
+    if not len(steps):
+        return []
+    out = ["", "## Step sizes", "",
+           "Every step size of the cells that ran several, also those the table above leaves out; same "
+           "statistic, Δ = ours − paper.", "",
+           "| Arch | Optimiser | Regime | lr | n | best test acc | Δ | within 0.05 at | best epoch per seed |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for _, s in steps.iterrows():
+        out.append(f"| {s.arch.upper()} | {_opt_title(s.optimizer)} | {REGIME_TITLES[s.regime]} | {s.lr:g} | {s.n} | "
+                   f"{report.fmt(s['mean'], s['std'])} | {s['diff']:+.2f} | {_whole(s['epochs_within_0.05'])} | "
+                   f"{s.best_epochs} |")
+    return out
+
+
+def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str,
+                           steps: Optional[pd.DataFrame] = None) -> str:
     ddof = int(df.ddof.iloc[0])
     out = ["# Table 2 (paper 001): best test accuracy (%), ours vs published", "",
            f"Mean ± {report.STATISTICS[ddof]} over seeds of each run's best test accuracy; the paper's "
@@ -148,6 +197,7 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
             out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {REGIME_TITLES[r]} | {line['lr']:g} | "
                        f"{line['epochs']} | {line['best_epochs']} | {_whole(line['epochs_within_0.05'])} | "
                        f"{line['final_train_acc']:.2f} | {line['final_test_acc']:.2f} |")
+    out += _step_sizes_md(steps if steps is not None else pd.DataFrame())
     scale = []
     for row, cells in _rows(df):  # over the cells with a completed seed
         done = [line for line in cells.values() if line["n"]]
@@ -183,13 +233,16 @@ def render_table2_latex(df: pd.DataFrame) -> str:
 
 def write_table2(runs_dir: Path, out_dir: Path, expected_seeds: Optional[int] = None, command: str = "",
                  archs: Optional[list] = None, ddof: int = 1, lrs: Optional[dict] = None) -> pd.DataFrame:
-    """``lrs`` {optimizer: lr}: only the runs of that optimiser at that step size (e.g. one of the
-    two Adam step sizes of the FC row)."""
+    """``lrs`` {optimizer: lr}: the table shows only the runs of that optimiser at that step size (e.g.
+    one of the two Adam step sizes of the FC row); the Step sizes section still lists them all."""
     runs, bad = report.scan_some(runs_dir, archs)
+    steps = step_sizes(runs, ddof)  # all step sizes, also those ``lrs`` leaves out of the table
     runs = [r for r in runs if not lrs or r.row[1] not in lrs or r.lr == lrs[r.row[1]]]
     df = table2(runs, expected_seeds, ddof)
-    report.write_outputs(out_dir, "table2", df, {"md": render_table2_markdown(df, runs, bad, command),
+    report.write_outputs(out_dir, "table2", df, {"md": render_table2_markdown(df, runs, bad, command, steps),
                                                  "tex": render_table2_latex(df)})
+    if len(steps):
+        report.write_outputs(out_dir, "table2_step_sizes", steps, {})
     return df
 
 
