@@ -191,3 +191,19 @@ def test_several_step_sizes_of_a_row_are_labelled_and_listed(tmp_path):
     npf.write_table2(root, tmp_path / "none")  # one step size left: no section, no csv
     assert "## Step sizes" not in (tmp_path / "none" / "table2.md").read_text()
     assert not (tmp_path / "none" / "table2_step_sizes.csv").exists()
+
+
+def test_flnpf_minus_relu_is_paired_over_the_seeds_both_completed(tmp_path):
+    root = tmp_path / "runs"
+    relu, flnpf = [0.9780, 0.9790, 0.9785], [0.9720, 0.9740, 0.9700]
+    for seed in range(3):
+        fake_run(root, "fc", "sgd", "mnist", "relu", 0.01, seed, relu[seed])
+    for seed in range(2):  # FLNPF seed 2 failed: seed 2 is not a pair
+        fake_run(root, "fc", "sgd", "mnist", "flnpf", 0.01, seed, flnpf[seed])
+    fake_run(root, "fc", "sgd", "mnist", "flnpf", 0.01, 2, None, status="failed")
+    df = npf.write_table2(root, tmp_path / "out")
+    g = npf.gap(df).iloc[0]
+    diffs = [-0.60, -0.50]
+    assert g.pairs == 2 and g.gap == pytest.approx(-0.55) and g.paper_gap == pytest.approx(97.10 - 97.85)
+    assert g.se == pytest.approx(statistics.stdev(diffs) / 2 ** 0.5)
+    assert "| FC | SGD | MNIST | 2 | -0.55 ± 0.05 | -0.75 |" in (tmp_path / "out" / "table2.md").read_text()

@@ -64,6 +64,7 @@ def _by_lr(cell: list[report.Run], ddof: int) -> dict:
 def _length(chosen: list[report.Run]) -> dict:
     """How long the cell's runs were and when they peaked (the report's Length section)."""
     return {"epochs": report.joined(r.epochs for r in chosen),
+            "best_per_seed": ";".join(f"{r.seed}:{r.best:.4f}" for r in chosen),
             "best_epochs": ";".join(str(r.best_epoch) for r in chosen),
             "epochs_within_0.05": report.epochs_to_reach(chosen)}
 
@@ -155,6 +156,43 @@ def _lr_rule(df: pd.DataFrame) -> str:
     return "One step size per row (lr shown for SGD), as the paper's code ran it."
 
 
+def _per_seed(line) -> dict[int, float]:
+    return {int(k): float(v) for k, v in (x.split(":") for x in line["best_per_seed"].split(";") if x)}
+
+
+def gap(df: pd.DataFrame, a: str = "flnpf", b: str = "relu") -> pd.DataFrame:
+    """Per row, ``a`` − ``b`` in best test accuracy, ours and the paper's (FLNPF − ReLU: how much of
+    the ReLU net's accuracy its learned gates carry, §6). Paired over the seeds both cells completed
+    (FLNPF seed s takes its gates from ReLU seed s); s.e. = std of the paired differences / √n."""
+    lines = []
+    for row, cells in _rows(df):
+        if a not in cells or b not in cells:
+            continue
+        x, y = _per_seed(cells[a]), _per_seed(cells[b])
+        diffs = [x[s] - y[s] for s in sorted(set(x) & set(y))]
+        mean, std = report.mean_std(diffs, 1)
+        lines.append({"arch": row[0], "optimizer": row[1], "dataset": row[2], "pairs": len(diffs), "gap": mean,
+                      "se": std / math.sqrt(len(diffs)) if diffs else math.nan,
+                      "paper_gap": PAPER_TABLE2[row][a][0] - PAPER_TABLE2[row][b][0]})
+    return pd.DataFrame(lines)
+
+
+def _gap_md(df: pd.DataFrame) -> list[str]:
+    g = gap(df)
+    g = g[g.pairs > 0] if len(g) else g
+    if not len(g):
+        return []
+    out = ["", "## FLNPF − ReLU", "",
+           "Per row, mean over the seeds both cells completed of FLNPF − ReLU (FLNPF seed s learns nothing but "
+           "the value network on ReLU seed s's frozen gates); ± is the paired standard error.", "",
+           "| Arch | Optimiser | Dataset | pairs | ours | paper |", "|---|---|---|---|---|---|"]
+    for _, s in g.iterrows():
+        se = "" if math.isnan(s.se) else f" ± {s.se:.2f}"
+        out.append(f"| {s.arch.upper()} | {_opt_title(s.optimizer)} | {report.DATASET_TITLES[s.dataset]} | {s.pairs} | "
+                   f"{s.gap:+.2f}{se} | {s.paper_gap:+.2f} |")
+    return out
+
+
 def _step_sizes_md(steps: pd.DataFrame) -> list[str]:
     if not len(steps):
         return []
@@ -197,6 +235,7 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
             out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {REGIME_TITLES[r]} | {line['lr']:g} | "
                        f"{line['epochs']} | {line['best_epochs']} | {_whole(line['epochs_within_0.05'])} | "
                        f"{line['final_train_acc']:.2f} | {line['final_test_acc']:.2f} |")
+    out += _gap_md(df)
     out += _step_sizes_md(steps if steps is not None else pd.DataFrame())
     scale = []
     for row, cells in _rows(df):  # over the cells with a completed seed
