@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_ARCH, make_cfg
+from gatelab import report
 from gatelab.papers import dgn, npf
 from gatelab.results import RESULTS_VERSION
 from gatelab.train import train
@@ -156,7 +157,9 @@ def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):
     assert line.final_train_acc == pytest.approx(99.4) and line.final_test_acc == pytest.approx(96.15)
     assert line.std_other_ddof == pytest.approx(statistics.pstdev([96.02, 96.3]))
     text = (tmp_path / "out" / "table2.md").read_text()
-    assert "## Length" in text and "| FC | Adam | ReLU | 0.0001 | 5 | 4;5 | 4 |" in text
+    assert "## Length" in text and "| FC | Adam | ReLU | 0.0001 | 5 | 4;5 | 4 | — | 99.40 |" in text  # not fitted
+    chosen = [r for r in report.scan(root)[0] if r.lr == 1e-4 and r.status == "completed"]
+    assert report.epochs_to_fit(chosen, 99.2) == 3 and report.epochs_to_fit(chosen[:1], 99.05) == 2
     assert "One step size per row" in text and "highest mean" not in text
     assert "— (no completed seed)<br>paper 96.02 ± 0.13" in text  # the running cell: the paper's number only
     assert "FC/adam/MNIST: 5 epochs, examples train/test all/all" in text  # the scale of the counted runs

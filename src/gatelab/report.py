@@ -90,6 +90,13 @@ def epochs_to_reach(runs: Iterable[Run], within: float = 0.05) -> Optional[int]:
     return int((best_so_far >= best_so_far.iloc[-1] - within).to_numpy().argmax()) + 1
 
 
+def epochs_to_fit(runs: Iterable[Run], level: float = 99.9) -> Optional[int]:
+    """The first epoch by which every seed's (running-mean) train accuracy has reached ``level`` %:
+    the length at which the training set is fitted. None if a seed never reached it."""
+    firsts = [next((i + 1 for i, a in enumerate(r.train_curve) if a >= level), None) for r in runs]
+    return max(firsts) if firsts and None not in firsts else None
+
+
 def scan_some(runs_dir: Path, archs: Optional[list] = None) -> tuple[list[Run], list[str]]:
     runs, bad = scan(runs_dir)
     runs = [r for r in runs if not archs or r.row[0] in archs]
