@@ -210,3 +210,15 @@ def test_flnpf_minus_relu_is_paired_over_the_seeds_both_completed(tmp_path):
     assert g.pairs == 2 and g.gap == pytest.approx(-0.55) and g.paper_gap == pytest.approx(97.10 - 97.85)
     assert g.se == pytest.approx(statistics.stdev(diffs) / 2 ** 0.5)
     assert "| FC | SGD | MNIST | 2 | -0.55 ± 0.05 | -0.75 |" in (tmp_path / "out" / "table2.md").read_text()
+
+
+def test_a_cell_is_far_beyond_max_of_two_paper_stds_and_half_a_point(tmp_path):
+    """FLNPF/SGD/FC: paper 97.10 ± 0.09, so the bound is max(0.18, 0.5) = 0.5 (not 0.18 + 0.5)."""
+    root = tmp_path / "runs"
+    fake_run(root, "fc", "sgd", "mnist", "flnpf", 0.01, 0, 0.9770)  # Δ +0.60
+    fake_run(root, "fc", "sgd", "mnist", "relu", 0.01, 0, 0.9845)  # Δ +0.60, paper 97.85 ± 0.09
+    fake_run(root, "fc", "adam", "mnist", "relu", 1e-4, 0, 0.9860)  # Δ +0.46, paper 98.14 ± 0.07
+    fake_run(root, "vconv", "adam", "cifar10", "frnpf_ii", 3e-4, 0, 0.6260)  # Δ -2.26, paper 64.86 ± 1.18
+    df = npf.write_table2(root, tmp_path / "out").set_index(["arch", "optimizer", "regime"])
+    assert df.loc[("fc", "sgd", "flnpf")].far and df.loc[("fc", "sgd", "relu")].far
+    assert not df.loc[("fc", "adam", "relu")].far and not df.loc[("vconv", "adam", "frnpf_ii")].far
