@@ -222,3 +222,14 @@ def test_a_cell_is_far_beyond_max_of_two_paper_stds_and_half_a_point(tmp_path):
     df = npf.write_table2(root, tmp_path / "out").set_index(["arch", "optimizer", "regime"])
     assert df.loc[("fc", "sgd", "flnpf")].far and df.loc[("fc", "sgd", "relu")].far
     assert not df.loc[("fc", "adam", "relu")].far and not df.loc[("vconv", "adam", "frnpf_ii")].far
+
+
+def test_a_cell_whose_seeds_ran_different_lengths_is_marked(tmp_path):
+    root = tmp_path / "runs"
+    fake_run(root, "fc", "sgd", "mnist", "relu", 0.01, 0, 0.9780, epochs=100)
+    fake_run(root, "fc", "sgd", "mnist", "relu", 0.01, 1, 0.9790, epochs=300)
+    fake_run(root, "fc", "sgd", "mnist", "flnpf", 0.01, 0, 0.9720, epochs=300)
+    df = npf.write_table2(root, tmp_path / "out").set_index("regime")
+    assert df.loc["relu"].epochs == "100,300" and df.loc["flnpf"].epochs == "300"
+    text = (tmp_path / "out" / "table2.md").read_text()
+    assert "**97.85 ± 0.07**§ (n=2, lr 0.01)" in text and "**97.20**† (n=1, lr 0.01)" in text

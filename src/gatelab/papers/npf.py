@@ -128,7 +128,8 @@ def step_sizes(runs: list[report.Run], ddof: int = 1) -> pd.DataFrame:
 def _cell_md(line) -> str:
     if not line["n"]:
         return f"— (no completed seed)<br>paper {line['paper_mean']:.2f} ± {line['paper_std']:.2f}"
-    flags = ("†" if line["short"] else "") + ("‡" if line["far"] else "")
+    mixed = "," in str(line["epochs"])  # its seeds ran different lengths (e.g. a rerun at other epochs)
+    flags = ("†" if line["short"] else "") + ("‡" if line["far"] else "") + ("§" if mixed else "")
     several = line["lrs_tried"].count(";") > 0
     lr = f", lr {line['lr']:g}" if (line["optimizer"] == "sgd" or several) and line["lr"] is not None else ""
     other = "" if math.isnan(line["std_other_ddof"]) else f"<br>ddof={1 - line['ddof']}: ± {line['std_other_ddof']:.2f}"
@@ -218,7 +219,7 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
     out = ["# Table 2 (paper 001): best test accuracy (%), ours vs published", "",
            f"Mean ± {report.STATISTICS[ddof]} over seeds of each run's best test accuracy; the paper's "
            "numbers use ddof=0. n = completed seeds. † fewer seeds than the fullest cell; ‡ more than max(2 paper-std, "
-           "0.5) points from the paper. " + _lr_rule(df) + " Δ = ours − paper.", ""]
+           "0.5) points from the paper; § seeds of different lengths (Length gives them). " + _lr_rule(df) + " Δ = ours − paper.", ""]
     out.append("| Arch | Optimiser | Dataset | " + " | ".join(REGIME_TITLES[r] for r in REGIMES) + " |")
     out.append("|---|---|---|" + "---|" * len(REGIMES))
     for row, cells in _rows(df):
