@@ -50,6 +50,15 @@ _P = {  # paper 001 Table 2: (mean, std) of best test accuracy in %, 5 runs
 PAPER_TABLE2 = {row: dict(zip(REGIMES, _P[row[:2]])) for row in ROWS}
 
 
+def _cells(runs: list[report.Run]):
+    """(row, regime, runs of that cell) for every Table 2 cell with at least one run."""
+    for row in ROWS:
+        for regime in REGIMES:
+            cell = [r for r in runs if r.row == row and r.regime == regime]
+            if cell:
+                yield row, regime, cell
+
+
 def _by_lr(cell: list[report.Run], ddof: int) -> dict:
     """{lr: (completed runs one per seed, mean, std)} of one cell, over the step sizes with a completed seed."""
     out = {}
@@ -77,31 +86,28 @@ def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
     """One line per (row, regime) cell: ours (the step size with the highest mean, when several
     ran), the paper's, the difference. ``expected_seeds`` None: the largest number of seeds of any cell."""
     lines = []
-    for row in ROWS:
-        for regime in REGIMES:
-            cell = [r for r in runs if r.row == row and r.regime == regime]
-            if not cell:
-                continue
-            by_lr = _by_lr(cell, ddof)
-            lr = max(by_lr, key=lambda k: (by_lr[k][1], len(by_lr[k][0]))) if by_lr else None
-            chosen, mean, std = by_lr[lr] if lr is not None else ([], math.nan, math.nan)
-            excluded = [r for r in cell if r.status != "completed" and (lr is None or r.lr == lr)]
-            std_other = report.mean_std([r.best for r in chosen], 1 - ddof)[1]
-            p_mean, p_std = PAPER_TABLE2[row][regime]
-            diff = mean - p_mean
-            lines.append({
-                "arch": row[0], "optimizer": row[1], "dataset": row[2], "regime": regime,
-                "lr": lr, "n": len(chosen), "mean": mean, "std": std, "ddof": ddof, "std_other_ddof": std_other,
-                "paper_mean": p_mean, "paper_std": p_std, "diff": diff,
-                "far": bool(abs(diff) > max(2 * p_std, 0.5)) if not math.isnan(diff) else False,
-                "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in excluded)),
-                "lrs_tried": ";".join(f"{k:g}={v[1]:.2f}(n={len(v[0])})" for k, v in by_lr.items()),
-                **_length(chosen),
-                "final_train_acc": report.mean_std([r.train_curve[-1] for r in chosen if r.train_curve])[0],
-                "final_test_acc": report.mean_std([r.test_curve[-1] for r in chosen if r.test_curve
-                                                   and r.test_curve[-1] is not None])[0],
-                "limits": report.limits_text(chosen),
-            })
+    for row, regime, cell in _cells(runs):
+        by_lr = _by_lr(cell, ddof)
+        lr = max(by_lr, key=lambda k: (by_lr[k][1], len(by_lr[k][0]))) if by_lr else None
+        chosen, mean, std = by_lr[lr] if lr is not None else ([], math.nan, math.nan)
+        excluded = [r for r in cell if r.status != "completed" and (lr is None or r.lr == lr)]
+        std_other = report.mean_std([r.best for r in chosen], 1 - ddof)[1]
+        p_mean, p_std = PAPER_TABLE2[row][regime]
+        diff = mean - p_mean
+        lines.append({
+            "arch": row[0], "optimizer": row[1], "dataset": row[2], "regime": regime,
+            "lr": lr, "n": len(chosen), "mean": mean, "std": std, "ddof": ddof, "std_other_ddof": std_other,
+            "paper_mean": p_mean, "paper_std": p_std, "diff": diff,
+            "far": bool(abs(diff) > max(2 * p_std, 0.5)) if not math.isnan(diff) else False,
+            "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in excluded)),
+            "n_lrs": len(by_lr),
+            "lrs_tried": ";".join(f"{k:g}={v[1]:.2f}(n={len(v[0])})" for k, v in by_lr.items()),
+            **_length(chosen),
+            "final_train_acc": report.mean_std([r.train_curve[-1] for r in chosen if r.train_curve])[0],
+            "final_test_acc": report.mean_std([r.test_curve[-1] for r in chosen if r.test_curve
+                                               and r.test_curve[-1] is not None])[0],
+            "limits": report.limits_text(chosen),
+        })
     df = pd.DataFrame(lines)
     if len(df):
         df.insert(df.columns.get_loc("far"), "short", df.n < (expected_seeds or df.n.max()))
@@ -112,16 +118,15 @@ def step_sizes(runs: list[report.Run], ddof: int = 1) -> pd.DataFrame:
     """Every step size of every cell that ran more than one (e.g. the FC Adam row at the code's 1e-4
     and the paper text's 3e-4, or the SGD sweep): one line per (cell, lr)."""
     lines = []
-    for row in ROWS:
-        for regime in REGIMES:
-            by_lr = _by_lr([r for r in runs if r.row == row and r.regime == regime], ddof)
-            if len(by_lr) < 2:
-                continue
-            p_mean = PAPER_TABLE2[row][regime][0]
-            for lr, (chosen, mean, std) in by_lr.items():
-                lines.append({"arch": row[0], "optimizer": row[1], "dataset": row[2], "regime": regime, "lr": lr,
-                              "n": len(chosen), "mean": mean, "std": std, "ddof": ddof, "paper_mean": p_mean,
-                              "diff": mean - p_mean, **_length(chosen)})
+    for row, regime, cell in _cells(runs):
+        by_lr = _by_lr(cell, ddof)
+        if len(by_lr) < 2:
+            continue
+        p_mean = PAPER_TABLE2[row][regime][0]
+        for lr, (chosen, mean, std) in by_lr.items():
+            lines.append({"arch": row[0], "optimizer": row[1], "dataset": row[2], "regime": regime, "lr": lr,
+                          "n": len(chosen), "mean": mean, "std": std, "ddof": ddof, "paper_mean": p_mean,
+                          "diff": mean - p_mean, **_length(chosen)})
     return pd.DataFrame(lines)
 
 
@@ -130,8 +135,7 @@ def _cell_md(line) -> str:
         return f"— (no completed seed)<br>paper {line['paper_mean']:.2f} ± {line['paper_std']:.2f}"
     mixed = "," in str(line["epochs"])  # its seeds ran different lengths (e.g. a rerun at other epochs)
     flags = ("†" if line["short"] else "") + ("‡" if line["far"] else "") + ("§" if mixed else "")
-    several = line["lrs_tried"].count(";") > 0
-    lr = f", lr {line['lr']:g}" if (line["optimizer"] == "sgd" or several) and line["lr"] is not None else ""
+    lr = f", lr {line['lr']:g}" if (line["optimizer"] == "sgd" or line["n_lrs"] > 1) and line["lr"] is not None else ""
     other = "" if math.isnan(line["std_other_ddof"]) else f"<br>ddof={1 - line['ddof']}: ± {line['std_other_ddof']:.2f}"
     return (f"**{report.fmt(line['mean'], line['std'])}**{flags} (n={line['n']}{lr}){other}<br>"
             f"paper {line['paper_mean']:.2f} ± {line['paper_std']:.2f}<br>Δ {line['diff']:+.2f}")
@@ -155,7 +159,7 @@ def _whole(v) -> str:
 
 def _lr_rule(df: pd.DataFrame) -> str:
     """How the cells' step sizes were chosen: the best of several, or the one that ran."""
-    if (df.lrs_tried.str.count(";") > 0).any():  # lrs_tried: "lr=mean(n=k)" joined by ";"
+    if (df.n_lrs > 1).any():
         return ("Where a cell ran several step sizes, it shows the one with the highest mean (lr shown; all of "
                 "them under Step sizes).")
     return "One step size per row (lr shown for SGD), as the paper's code ran it."
