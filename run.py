@@ -1,8 +1,10 @@
 """gatelab entry point: ``python run.py [dataset=..] [arch=..] [regime=..] [optimizer=..] [key=value ..]``.
 
-One run trains one (dataset, arch, regime, optimizer, seed) and writes ``results.json`` and
-``ckpt/`` into its run directory ``outputs/runs/<cell>/<regime>/seed<k>-<hash>``; a run already
-completed there is skipped. Sweep with ``-m``. See README.md.
+A command becomes a plan of jobs (:mod:`gatelab.launch.plan`): the runs it asks for, stacked, after
+their prerequisites (an FLNPF source, an earlier IMP round, a feature cache). The whole plan is
+checked before anything trains; ``--dry-run`` prints it. Each run writes ``results.json`` and
+``ckpt/`` into ``outputs/runs/<cell>/<regime>/seed<k>-<hash>``; a completed run is skipped, an
+unfinished one resumes. Sweep with ``-m``. See README.md.
 """
 import logging
 import sys
@@ -15,12 +17,11 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from gatelab.config import ConfigError, register  # noqa: E402
-from gatelab.data import DataNotFoundError  # noqa: E402
-from gatelab.regimes import row_configs  # noqa: E402
-from gatelab.runs import register_resolver, run_dir as run_dir_of, seed_run_dirs  # noqa: E402
-from gatelab.sweep import outcome_of, record  # noqa: E402
-from gatelab.train import train_row, train_runs  # noqa: E402
+from gatelab.core.config import ConfigError, register  # noqa: E402
+from gatelab.core.runs import register_resolver  # noqa: E402
+from gatelab.data.datasets import DataNotFoundError  # noqa: E402
+from gatelab.launch import plan  # noqa: E402
+from gatelab.launch.sweep import outcome_of, record  # noqa: E402
 
 register()
 register_resolver()
@@ -30,51 +31,45 @@ log = logging.getLogger("gatelab")
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig):
     hc = HydraConfig.get()
-    run_dir = Path(cfg.run_dir or hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
-    if cfg.regimes or cfg.lrs:  # a whole row in one process
-        return row(cfg, multirun)
-    # seeds=[...]: the seeds train together, each into the run directory a single run of it would use
-    run_dirs = seed_run_dirs(cfg) if cfg.seeds else {int(cfg.seed): run_dir}
+    if not (cfg.seeds or cfg.regimes or cfg.lrs or cfg.run_dir):  # a single run lives in Hydra's output dir
+        cfg.run_dir = hc.runtime.output_dir  # (the run key's directory unless hydra.run.dir says otherwise)
     try:
-        by_seed = train_runs(cfg, run_dirs)
+        jobs = plan.build(cfg)
+        plan.check(jobs)
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
         log.error("%s", e)
-        for d in run_dirs.values():
-            record(cfg.out_root, d, "failed", f"{type(e).__name__}: {e}")
-        if multirun:  # recorded in results.json and the sweep journal; the other jobs go on
+        if multirun:  # the sweep checked every job before the first started: only a race gets here
+            record(cfg.out_root, Path(cfg.out_root), "failed", f"{type(e).__name__}: {e}")
             return None
         sys.exit(2)
+    if cfg.dry_run:
+        print(plan.describe(jobs))
+        return None
+    try:
+        results = plan.execute(jobs)
+    except KeyboardInterrupt:
+        log.error("interrupted: the runs are recorded as interrupted; the same command resumes them")
+        sys.exit(130)
     except Exception as e:
-        for d in run_dirs.values():
-            record(cfg.out_root, d, "failed", f"{type(e).__name__}: {e}")
-        if multirun:
-            log.exception("run failed (recorded in %s); the sweep goes on", run_dir / "results.json")
+        for job in jobs:
+            for _, d in job.entries:
+                record(cfg.out_root, d, "failed", f"{type(e).__name__}: {e}")
+        if multirun:  # recorded in results.json and the sweep journal; the other jobs go on
+            log.exception("job failed; the sweep goes on")
             return None
         raise
-    for seed, results in by_seed.items():
-        record(cfg.out_root, run_dirs[seed], outcome_of(results))
-        log.info("%s seed %d: status %s, best test acc %s (epoch %s), results in %s", cfg.regime.name, seed,
-                 results["status"], results["best_test_acc"], results["best_epoch"], run_dirs[seed] / "results.json")
-    return {seed: results["best_test_acc"] for seed, results in by_seed.items()}
+    for d, res in results.items():
+        record(cfg.out_root, Path(d), outcome_of(res))
+        log.info("%s: status %s, best test acc %s (epoch %s)", d, res["status"], res["best_test_acc"], res["best_epoch"])
+    return {d: res["best_test_acc"] for d, res in results.items()}
 
 
-def row(cfg, multirun: bool):
-    """``regimes=[...]`` / ``lrs=[...]``: every regime x step size x seed of a row, stacked by family."""
-    try:
-        results = train_row(cfg)
-    except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
-        log.error("%s", e)
-        if multirun:
-            return None
-        sys.exit(2)
-    dirs = {key: run_dir_of(c) for key, c in row_configs(cfg)}
-    for (regime, lr, seed), res in results.items():
-        record(cfg.out_root, dirs[(regime, lr, seed)], outcome_of(res))
-        log.info("%s lr %g seed %d: status %s, best test acc %s (epoch %s), results in %s", regime, lr, seed,
-                 res["status"], res["best_test_acc"], res["best_epoch"], dirs[(regime, lr, seed)] / "results.json")
-    return {f"{regime}/lr{lr:g}/seed{seed}": res["best_test_acc"] for (regime, lr, seed), res in results.items()}
+def _argv_dry_run(argv: list[str]) -> list[str]:
+    """``--dry-run`` is ``dry_run=true``."""
+    return [("dry_run=true" if a == "--dry-run" else a) for a in argv]
 
 
 if __name__ == "__main__":
+    sys.argv = _argv_dry_run(sys.argv)
     main()

@@ -1,8 +1,8 @@
 """Seconds per epoch per net: the single-run path (S=1), the seed-batched path (S seeds stacked in
 one process) and the row-stacked path (S seeds x the 3 SGD step sizes of a Table 2 row, each net
-with its own step size, ``gatelab.train.train_row``), on whatever device is present. Synthetic inputs of the datasets' shapes
+with its own step size, ``gatelab.training.rows.train_row``), on whatever device is present. Synthetic inputs of the datasets' shapes
 (speed does not depend on pixel values) through the product's own training path: the runs are
-built and placed by ``gatelab.train._setup`` and trained by ``gatelab.train._train_epoch``.
+built and placed by ``gatelab.training.stacking.setup`` and trained by ``gatelab.training.loop.train_epoch``.
 
     python scripts/bench.py            # FC/MNIST ReLU + DLNPF, GCONV/CIFAR-10 ReLU + DLNPF, S=5
     python scripts/bench.py --quick    # fewer steps; under 10 minutes on a 2-core CPU
@@ -23,10 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import tempfile  # noqa: E402
 
-from gatelab import train as train_mod  # noqa: E402
-from gatelab.data import Data, Split  # noqa: E402
-from gatelab.results import device_name, resolve_device  # noqa: E402
-from gatelab.runs import compose  # noqa: E402
+from gatelab.training import loop as train_mod, stacking
+from gatelab.training.run_state import RunState  # noqa: E402
+from gatelab.data.datasets import Data, Split  # noqa: E402
+from gatelab.core.results import device_name, resolve_device  # noqa: E402
+from gatelab.core.runs import compose  # noqa: E402
 
 CASES = [  # (name, overrides, in_shape, train examples per epoch)
     ("fc/mnist relu", ["dataset=mnist", "arch=fc", "regime=relu"], (1, 28, 28), 60000),
@@ -50,18 +51,18 @@ def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch:
                 Split(torch.zeros(0, *in_shape, dtype=torch.uint8, device=device),
                       torch.zeros(0, dtype=torch.long, device=device)), in_shape, 10, "classification")
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [train_mod._Run(s, Path(tmp) / f"s{s}-{lr}", compose([*overrides, *sgd, f"seed={s}"] +
+        runs = [RunState(s, Path(tmp) / f"s{s}-{lr}", compose([*overrides, *sgd, f"seed={s}"] +
                                                                     ([f"optimizer.lr={lr}"] if lr else [])), 0.0)
                 for lr in lrs for s in range(seeds)]
         for r in runs:
             r.build(data, {})
-        model, opt, gens = train_mod._setup(cfg, runs, device, start=1)
+        model, opt, gens = stacking.setup(cfg, runs, device)
         autocast = torch.autocast(device.type, enabled=False)
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-        train_mod._train_epoch(cfg, model, opt, data, gens, autocast, 0)  # warm-up
+        train_mod.train_epoch(cfg, model, opt, data, gens, autocast, 0)  # warm-up
         sync()
         t = time.perf_counter()
-        train_mod._train_epoch(cfg, model, opt, data, gens, autocast, 1)
+        train_mod.train_epoch(cfg, model, opt, data, gens, autocast, 1)
         sync()
     return (time.perf_counter() - t) / steps
 

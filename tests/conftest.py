@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gatelab.runs import compose
+from gatelab.core.runs import compose
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import make_cfg
-from gatelab import data as data_mod
+from gatelab.data import datasets as data_mod
 
 
 def _load(root, *over):

@@ -5,8 +5,11 @@ import pytest
 import torch
 
 from conftest import TINY_ARCH, make_cfg
-from gatelab import data as data_mod, train as train_mod
-from gatelab.train import evaluate, train
+from gatelab.data import datasets as data_mod
+from gatelab.training import loop as train_mod, stacking
+from gatelab.training.run_state import RunState
+from gatelab.training.loop import train
+from gatelab.training.metrics import evaluate
 
 META = torch.device("meta")
 
@@ -25,7 +28,7 @@ def test_the_optimiser_gets_parameters_on_the_run_device(tiny_root, tmp_path, mo
         seen["devices"] = {p.device for p in params}
         raise _Stop
 
-    monkeypatch.setattr(train_mod, "make_optimizer", spy)
+    monkeypatch.setattr(stacking, "make_optimizer", spy)
     cfg = make_cfg(["arch.dense=[8]", f"regime={regime}", "device=meta"], tiny_root)
     with pytest.raises(_Stop):
         train(cfg, tmp_path / "run")
@@ -33,7 +36,7 @@ def test_the_optimiser_gets_parameters_on_the_run_device(tiny_root, tmp_path, mo
 
 
 def _runs(cfg, tmp_path, data):
-    runs = [train_mod._Run(s, tmp_path / f"s{s}", make_cfg([*cfg, f"seed={s}"]), 0.0) for s in (0, 1)]
+    runs = [RunState(s, tmp_path / f"s{s}", make_cfg([*cfg, f"seed={s}"]), 0.0) for s in (0, 1)]
     for r in runs:
         r.source = None
         r.build(data, {})
@@ -52,10 +55,10 @@ def test_a_training_epoch_and_evaluation_stay_on_the_device(tiny_root, tmp_path,
     cfg = make_cfg(over)
     data = data_mod.load(cfg.dataset, cfg.data, META)
     runs = _runs(over, tmp_path, data)
-    model, opt_, gens = train_mod._setup(cfg, runs, META, start=1)
+    model, opt_, gens = stacking.setup(cfg, runs, META)
     assert _on(META, model.parameters()) | _on(META, model.buffers()) == {META}
     assert all(g.device.type == "cpu" for g in gens)  # data order: CPU streams, the same on every device
-    loss_sum, correct = train_mod._train_epoch(cfg, model, opt_, data, gens, torch.autocast("cpu", enabled=False), 1)
+    loss_sum, correct = train_mod.train_epoch(cfg, model, opt_, data, gens, torch.autocast("cpu", enabled=False), 1)
     assert loss_sum.device == correct.device == META and loss_sum.shape == (2,)
     assert {p.grad.device for p in model.parameters() if p.grad is not None} == {META}
     state = [v for st in opt_.state.values() for k, v in st.items() if torch.is_tensor(v) and k != "step"]
@@ -72,8 +75,9 @@ def test_a_cpu_checkpoint_resumes_on_another_device(tiny_root, tmp_path):
     cfg = make_cfg([*over, "epochs=2", "device=meta"])
     data = data_mod.load(cfg.dataset, cfg.data, META)
     runs = _runs([*over, "epochs=2", "device=meta"], tmp_path, data)
-    assert [r.start_epoch() for r in runs] == [2, 2]
-    model, opt_, gens = train_mod._setup(cfg, runs, META, start=2)
+    train_mod._resume_points(runs, force=False)  # the group resume point of both seeds
+    assert [r.start_position() for r in runs] == [(1, 0), (1, 0)]
+    model, opt_, gens = stacking.setup(cfg, runs, META)
     assert _on(META, model.parameters()) == {META}
     state = [v for st in opt_.state.values() for k, v in st.items() if torch.is_tensor(v) and k != "step"]
     assert state and _on(META, state) == {META}
@@ -81,7 +85,7 @@ def test_a_cpu_checkpoint_resumes_on_another_device(tiny_root, tmp_path):
 
 
 def test_bench_times_the_product_training_path():
-    """scripts/bench.py builds, places and trains through gatelab.train's own seams (not a copy)."""
+    """scripts/bench.py builds, places and trains through gatelab.training.loop's own seams (not a copy)."""
     import importlib.util
     from conftest import ROOT
     spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
@@ -100,7 +104,7 @@ def test_parallel_jobs_claim_different_gpus(tmp_path, monkeypatch):
     shares GPU 0; a job that ends frees its GPU. Each subprocess stands for one joblib worker."""
     import subprocess
     import sys
-    code = ("import sys, time; from gatelab.results import claim_gpu; "
+    code = ("import sys, time; from gatelab.core.results import claim_gpu; "
             f"print(claim_gpu(3, {str(tmp_path)!r}), flush=True); time.sleep(float(sys.argv[1]))")
     procs, got = [], []
     for hold in (30, 30, 30, 0):  # one after another: each has its GPU before the next starts
@@ -117,7 +121,7 @@ def test_parallel_jobs_claim_different_gpus(tmp_path, monkeypatch):
 
 
 def test_auto_device_with_several_gpus_claims_one(tmp_path, monkeypatch):
-    from gatelab import results
+    from gatelab.core import results
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     monkeypatch.setattr(results, "_CLAIMED", {})
@@ -141,7 +145,7 @@ def test_auto_device_with_several_gpus_claims_one(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("kind,tf32,autocast", [("fp32", False, None), ("tf32", True, None), ("bf16", False, "bf16")])
 def test_precision_is_applied_recorded_and_keyed(tiny_root, tmp_path, kind, tf32, autocast):
-    from gatelab.runs import run_key
+    from gatelab.core.runs import run_key
     flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     try:
         cfg = make_cfg(["arch=fc", *TINY_ARCH["fc"], f"precision={kind}"], tiny_root)
@@ -166,7 +170,7 @@ def test_new_training_paths_stay_on_the_device(tiny_root, tmp_path, case):
     cfg = make_cfg([*base, *over])
     data = data_mod.load(cfg.dataset, cfg.data, META)
     lrs = (0.1, 0.01) if case == "row_lrs" else (cfg.optimizer.lr, cfg.optimizer.lr)
-    runs = [train_mod._Run(s, tmp_path / f"s{s}", make_cfg([*base, *over, f"seed={s}", f"optimizer.lr={lr}"]), 0.0)
+    runs = [RunState(s, tmp_path / f"s{s}", make_cfg([*base, *over, f"seed={s}", f"optimizer.lr={lr}"]), 0.0)
             for s, lr in enumerate(lrs)]
     for r in runs:
         r.source = None
@@ -174,9 +178,9 @@ def test_new_training_paths_stay_on_the_device(tiny_root, tmp_path, case):
         if case == "imp":  # a mask as an IMP round holds it (CPU tensors, loaded from the parent's mask.pt)
             r.mask = {k: torch.rand(r.model.get_parameter(k).shape) > 0.5
                       for k in ("value.hidden.0.weight", "value.head.weight")}
-    model, opt_, gens = train_mod._setup(cfg, runs, META, start=1)
+    model, opt_, gens = stacking.setup(cfg, runs, META)
     assert _on(META, model.parameters()) | _on(META, model.buffers()) == {META}
-    loss_sum, correct = train_mod._train_epoch(cfg, model, opt_, data, gens, torch.autocast("cpu", enabled=False), 1)
+    loss_sum, correct = train_mod.train_epoch(cfg, model, opt_, data, gens, torch.autocast("cpu", enabled=False), 1)
     assert loss_sum.device == correct.device == META
     assert {p.grad.device for p in model.parameters() if p.grad is not None} == {META}
     with pytest.raises(NotImplementedError):  # the first host read; every op before it ran on the device

@@ -4,8 +4,8 @@ import itertools
 import pytest
 import torch
 
-from gatelab import kernels
-from gatelab.models import DGN, Net, init_
+from gatelab.analyses import kernels
+from gatelab.nets.dgn import DGN, Net, init_
 
 D_IN, WIDTHS = 3, [4, 3, 2]  # P = 3*4*3*2 = 72 paths
 

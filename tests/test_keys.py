@@ -7,8 +7,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import make_cfg
-from gatelab import config, runs
-from gatelab.train import train
+from gatelab.core import config, runs
+from gatelab.training.loop import train
 
 # Keys of runs made before the schema grew (computed at commit d266cfa, the last flat-layout commit).
 PINNED = [

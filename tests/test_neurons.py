@@ -1,12 +1,12 @@
-"""gatelab.neurons: merging, clustering, alignment (paper 004 eq. (1), Thm B.1), IMP masks, ranks."""
+"""gatelab.analyses.neurons: merging, clustering, alignment (paper 004 eq. (1), Thm B.1), IMP masks, ranks."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from gatelab import neurons as nr
-from gatelab.neurons import OneHidden
+from gatelab.analyses import neurons as nr
+from gatelab.analyses.neurons import OneHidden
 
 EPS = torch.finfo(torch.float64).eps
 

@@ -7,10 +7,13 @@ import pytest
 import torch
 
 from conftest import make_cfg
-from gatelab import checkpoints, data as data_mod, neurons, pruning
-from gatelab.config import ConfigError, validate
-from gatelab.runs import run_dir
-from gatelab.train import train, train_runs
+from gatelab.analyses import neurons, pruning
+from gatelab.core import checkpoints
+from gatelab.data import datasets as data_mod
+from gatelab.core.config import ConfigError, validate
+from gatelab.core.runs import run_dir
+from gatelab.launch.plan import run_seeds
+from gatelab.training.loop import train
 
 RACE = ["+experiment=race", "arch.dense=[12]", "dataset.limit_train=40", "dataset.limit_test=null",
         "optimizer.lr=0.01", "seeds=null", "checkpoint_steps=[]"]
@@ -56,7 +59,7 @@ def test_normalisation_is_explicit_and_leaves_the_stored_data_alone(tiny_root, k
 
 
 def test_gaussian_init_has_the_requested_scale_and_zero_biases(tiny_root, tmp_path):
-    from gatelab import regimes
+    from gatelab.nets import regimes
     for std in (1e-5, 1e-3):
         cfg = make_cfg([*RACE, f"arch.init_std={std}", "arch.dense=[300]"], tiny_root)
         model, _ = regimes.build_model(cfg, (1, 32, 32), 2)
@@ -104,8 +107,8 @@ def test_step_checkpoints_are_part_of_the_run_key_only_when_asked_for():
 def test_imp_rounds_train_in_chain_prune_globally_rewind_and_keep_pruned_weights_at_zero(tiny_root, tmp_path):
     over = [*RACE, "epochs=2", "checkpoint_steps=[0]", f"out_root={tmp_path}"]
     cfg = make_cfg([*over, "imp.sparsity=0.5", "imp.round=3", "seeds=[0,1]"], tiny_root)
-    from gatelab.runs import seed_run_dirs
-    out = train_runs(cfg, seed_run_dirs(cfg))
+    from gatelab.core.runs import seed_run_dirs
+    out = run_seeds(cfg)
     assert {s: r["status"] for s, r in out.items()} == {0: "completed", 1: "completed"}
     for seed in (0, 1):
         dirs = [run_dir(make_cfg([*over, f"seed={seed}"] + (["imp.sparsity=0.5", f"imp.round={r}"] if r else []),
@@ -151,15 +154,15 @@ def test_an_imp_round_without_its_previous_round_fails_before_training(tiny_root
 def race_runs(tmp_path_factory):
     """Two seeds of one tiny cell (one failed on purpose is added by the tests), IMP 50% of seed 0."""
     from conftest import write_tiny_data
-    from gatelab.runs import seed_run_dirs
+    from gatelab.core.runs import seed_run_dirs
     base = tmp_path_factory.mktemp("races")
     root = write_tiny_data(base / "data")
     over = [*RACE, "epochs=3", "checkpoint_steps=[0,2,5,10,20,30]", "arch.init_std=1e-3", "optimizer.lr=0.05",
             f"out_root={base / 'runs'}"]
     cfg = make_cfg([*over, "seeds=[0,1]"], root)
-    train_runs(cfg, seed_run_dirs(cfg))
+    run_seeds(cfg)
     imp = make_cfg([*over, "seeds=[0]", "imp.sparsity=0.5", "imp.round=3"], root)
-    train_runs(imp, seed_run_dirs(imp))
+    run_seeds(imp)
     return base / "runs", root
 
 

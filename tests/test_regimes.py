@@ -5,9 +5,14 @@ import pytest
 import torch
 from torch import nn
 
-from gatelab import checkpoints, data as data_mod, kernels, regimes
-from gatelab.config import ConfigError, validate
-from gatelab.train import make_optimizer, objective, train
+from gatelab.analyses import kernels
+from gatelab.core import checkpoints
+from gatelab.data import datasets as data_mod
+from gatelab.nets import regimes
+from gatelab.core.config import ConfigError, validate
+from gatelab.training.loop import train
+from gatelab.training.metrics import objective
+from gatelab.training.stacking import make_optimizer
 
 REGIMES = ["relu", "frnpf_ii", "frnpf_di", "dlnpf", "flnpf"]
 

@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_ARCH, make_cfg
-from gatelab import report
+from gatelab.papers import report
 from gatelab.papers import dgn, npf
-from gatelab.results import RESULTS_VERSION
-from gatelab.train import train
+from gatelab.core.results import RESULTS_VERSION
+from gatelab.training.loop import train
 
 
 def fake_run(root, arch, opt, dataset, regime, lr, seed, best, status="completed", epochs=3, history=None):
@@ -70,8 +70,8 @@ def test_paper_statistic_ddof0_beside_ours(runs, tmp_path):
 def test_tables_read_runs_without_importing_the_training_loop():
     import subprocess
     import sys
-    code = ("import sys; import gatelab.papers.npf, gatelab.papers.dgn, gatelab.report; "
-            "assert 'gatelab.train' not in sys.modules, 'training loop imported'")
+    code = ("import sys; import gatelab.papers.npf, gatelab.papers.dgn, gatelab.papers.report; "
+            "assert 'gatelab.training.loop' not in sys.modules, 'training loop imported'")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 

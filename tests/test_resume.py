@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from conftest import ROOT, make_cfg, write_tiny_data
-from gatelab import checkpoints, train as train_mod
-from gatelab.train import train
+from gatelab.core import checkpoints
+from gatelab.training import loop as train_mod
+from gatelab.training.loop import train
 
 
 def _strip(history):
@@ -104,9 +105,11 @@ def test_checkpoint_every_n_epochs_writes_less_and_resumes_identically(tiny_root
     bit-identical to an uninterrupted run."""
     over = ["regime=dlnpf", "arch.dense=[16,16]", "epochs=5", "optimizer=adam", "checkpoint_every=2"]
     written = []
-    real_save = checkpoints.save
+    real_save, real_rotating = checkpoints.save, checkpoints.save_rotating
     monkeypatch.setattr(checkpoints, "save", lambda path, **st: written.append((path.name, st["epoch"])) or
                         real_save(path, **st))
+    monkeypatch.setattr(checkpoints, "save_rotating", lambda path, **st: written.append((path.name, st["epoch"]))
+                        or real_rotating(path, **st))
     ref = train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
     assert [e for name, e in written if name == "last.pt"] == [2, 4, 5]
     best = checkpoints.load(tmp_path / "ref" / "ckpt" / "best.pt")

@@ -1,4 +1,4 @@
-"""Paper 003's routing task and network (gatelab.routing) in the shared loop."""
+"""Paper 003's routing task and network (gatelab.nets.routing) in the shared loop."""
 import json
 import math
 from pathlib import Path
@@ -9,10 +9,13 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 
 from conftest import make_cfg, reassociation_tol
-from gatelab import routing
-from gatelab.config import ConfigError, validate
-from gatelab.runs import seed_run_dirs
-from gatelab.train import pointwise, train, train_runs
+from gatelab.data import routing_tasks
+from gatelab.nets import routing
+from gatelab.core.config import ConfigError, validate
+from gatelab.core.runs import seed_run_dirs
+from gatelab.launch.plan import run_seeds
+from gatelab.training.loop import train
+from gatelab.training.metrics import pointwise
 
 ROUTE = ["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "optimizer=sgd", "optimizer.lr=0.05",
          "optimizer.momentum=0.9", "optimizer.batch_size=8", "arch.dense=[16]", "dataset.routing.M=6",
@@ -21,7 +24,7 @@ ROUTE = ["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "optimizer=
 
 def _task(m=7, k=3, kind="permute", perms="random", shape=(1, 6, 6), seed=0):
     cfg = OmegaConf.create({"M": m, "K": k, "input": kind, "max_angle": 180.0, "output_perms": perms})
-    return routing.make_task(cfg, shape, 10, seed)
+    return routing_tasks.make_task(cfg, shape, 10, seed)
 
 
 def test_every_domain_is_in_exactly_k_trained_pairs_along_a_shuffled_band():
@@ -29,9 +32,9 @@ def test_every_domain_is_in_exactly_k_trained_pairs_along_a_shuffled_band():
     mask = task["mask"]
     assert mask.sum(1).tolist() == [3] * 7 and mask.sum(0).tolist() == [3] * 7
     # (i, σ(i+k mod M)): undoing σ, the trained outputs of input i are i, i+1, i+2 mod 7
-    gen = routing.task_generator(0)  # the draws of make_task, in order: inputs, labels, then σ
-    routing.input_index("permute", 7, (1, 6, 6), 180.0, gen)
-    routing.label_maps("random", 7, 10, gen)
+    gen = routing_tasks.task_generator(0)  # the draws of make_task, in order: inputs, labels, then σ
+    routing_tasks.input_index("permute", 7, (1, 6, 6), 180.0, gen)
+    routing_tasks.label_maps("random", 7, 10, gen)
     sigma = torch.randperm(7, generator=gen)
     inv = torch.argsort(sigma)
     for i in range(7):
@@ -47,7 +50,7 @@ def test_lexicographic_label_maps_are_the_authors_first_permutations():
 
 
 def test_rotation_domains_rotate_the_image_about_its_centre():
-    idx = routing.input_index("rotate", 4, (1, 5, 5), 360.0, torch.Generator())  # 0, 90, 180, 270 degrees
+    idx = routing_tasks.input_index("rotate", 4, (1, 5, 5), 360.0, torch.Generator())  # 0, 90, 180, 270 degrees
     img = torch.arange(25.0).view(1, 5, 5)
     pad = torch.cat([img.flatten(), torch.zeros(1)])
     turned = [pad[i].view(5, 5) for i in idx]
@@ -55,7 +58,7 @@ def test_rotation_domains_rotate_the_image_about_its_centre():
     assert torch.equal(turned[1], torch.rot90(img[0], 1))  # counter-clockwise, as torchvision's rotate
     assert torch.equal(turned[2], torch.rot90(img[0], 2))
     assert torch.equal(turned[3], torch.rot90(img[0], 3))
-    corners = routing.input_index("rotate", 8, (1, 5, 5), 360.0, torch.Generator())[1]  # 45 degrees
+    corners = routing_tasks.input_index("rotate", 8, (1, 5, 5), 360.0, torch.Generator())[1]  # 45 degrees
     assert (corners == 25).any()  # pixels rotated in from outside the image are zero
 
 
@@ -110,7 +113,7 @@ def test_bad_routing_settings_are_rejected(over, match):
 def test_a_routing_run_records_trained_and_untrained_pairs_and_stacks_seeds_exactly(tiny_root, tmp_path):
     over = [*ROUTE, "epochs=2", f"out_root={tmp_path}"]
     stacked = make_cfg([*over, "seeds=[0,1]"], tiny_root)
-    out = train_runs(stacked, seed_run_dirs(stacked))
+    out = run_seeds(stacked)
     assert {s: r["status"] for s, r in out.items()} == {0: "completed", 1: "completed"}
     for seed, res in out.items():
         h = res["history"][-1]
@@ -135,7 +138,7 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     over = [*ROUTE, "epochs=2", f"out_root={tmp_path}", "seeds=[0,1,2]"]
     for k in (2, 6):
         cfg = make_cfg([*over, f"dataset.routing.K={k}"], tiny_root)
-        train_runs(cfg, seed_run_dirs(cfg))
+        run_seeds(cfg)
     df = paper.write_table(tmp_path, tmp_path / "out", command="make routing-reduced")
     assert sorted(df.K) == [2, 6] and set(df.n) == {3}
     rows, _ = paper.scan(tmp_path)
@@ -155,14 +158,15 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     assert paper.zero_shot_threshold(fake).K_over_M.tolist() == [0.4]
 
 
-# ---- CIFAR features from the frozen backbone (gatelab.backbone) ----
+# ---- CIFAR features from the frozen backbone (gatelab.data.backbone) ----
 
 @pytest.fixture
 def fake_backbone(tmp_path, monkeypatch, tiny_root):
     """A randomly initialised ResNet-20 saved as akamaster's checkpoint (DataParallel keys) in a
     copy of the tiny data root; the expected hash is the fake's own."""
     import shutil
-    from gatelab import backbone
+    from gatelab.data import backbone
+    from gatelab.papers.routing import backbone_training
     root = tmp_path / "data"
     shutil.copytree(tiny_root, root)
     torch.manual_seed(0)
@@ -179,13 +183,13 @@ def fake_backbone(tmp_path, monkeypatch, tiny_root):
 
 
 def test_backbone_is_checked_and_its_features_are_stages_1_2_pooled_of_each_rotation(fake_backbone, tmp_path):
-    from gatelab import backbone
+    from gatelab.data import backbone
     root, net = fake_backbone
     loaded = backbone.load_resnet20(root)
     keys = [k for k in loaded.state_dict() if not k.endswith("num_batches_tracked")]
     assert len(keys) == 97 and all(torch.equal(loaded.state_dict()[k], net.state_dict()[k]) for k in keys)
     images = torch.randint(0, 256, (5, 3, 32, 32), dtype=torch.uint8)
-    index = routing.input_index("rotate", 4, (3, 32, 32), 360.0, torch.Generator())
+    index = routing_tasks.input_index("rotate", 4, (3, 32, 32), 360.0, torch.Generator())
     feats = backbone.rotated_features(loaded, images, index, "resnet20")
     assert feats.shape == (5, 4, 512)
     with torch.no_grad():
@@ -212,9 +216,9 @@ def test_a_cifar_routing_run_trains_on_cached_backbone_features(fake_backbone, t
 
 
 def test_backbone_augmentation_is_akamasters_crop_of_the_padded_image_then_a_flip():
-    from gatelab import backbone
+    from gatelab.papers.routing import backbone_training
     images = torch.randint(0, 256, (16, 3, 8, 8), dtype=torch.uint8)
-    out = backbone.crop_flip(images, torch.Generator().manual_seed(3), pad=2)
+    out = backbone_training.crop_flip(images, torch.Generator().manual_seed(3), pad=2)
     gen = torch.Generator().manual_seed(3)  # the same draws, replayed one image at a time
     dy, dx = torch.randint(0, 5, (2, 16), generator=gen)
     flip = torch.rand(16, generator=gen) < 0.5
@@ -230,11 +234,12 @@ def test_a_trained_backbone_is_recorded_checked_and_used_by_the_cifar_task(tiny_
     record with its sha256 and accuracy; dataset.routing.backbone=<file> then encodes the task
     with it (its own feature cache); a changed file or a missing record stops with a clear error."""
     import shutil
-    from gatelab import backbone
+    from gatelab.data import backbone
+    from gatelab.papers.routing import backbone_training
     root = tmp_path / "data"
     shutil.copytree(tiny_root, root)
     monkeypatch.setenv("GATELAB_CACHE", str(tmp_path / "cache"))
-    info = backbone.train_resnet20(root, root / "mine.th", epochs=2, batch=32, limit_train=64, limit_test=40,
+    info = backbone_training.train_resnet20(root, root / "mine.th", epochs=2, batch=32, limit_train=64, limit_test=40,
                                    log=lambda *_: None)
     assert info["recipe"]["milestones"] == [1, 2] and len(info["history"]) == 2 and info["test_images"] == 40
     assert all(math.isfinite(h["train_loss"]) for h in info["history"])

@@ -1,4 +1,4 @@
-"""gatelab.routing_toy: the toy tasks of "The Neural Race Reduction" (paper 003) against eqs 44-46, 16-17, 21-23."""
+"""gatelab.papers.routing.toy: the toy tasks of "The Neural Race Reduction" (paper 003) against eqs 44-46, 16-17, 21-23."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from gatelab import routing_toy as rt
+from gatelab.papers.routing import toy as rt, toy_experiments as rx
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -47,7 +47,7 @@ def test_hand_gradients_match_autograd():
 
 
 def test_decoupled_gd_is_euler_on_eqs_44_46():
-    r = rt.decoupled_vs_reduction()
+    r = rx.decoupled_vs_reduction()
     # GD from decoupled init is exactly the Euler map of eqs 44-46 with h = λ·c: only rounding remains.
     assert r["gap_euler"] < 10 * r["steps"] * EPS
     assert r["loss_sim"][-1] < 1e-6 * r["L0"]
@@ -57,7 +57,7 @@ def test_decoupled_gd_is_euler_on_eqs_44_46():
 
 
 def test_decoupled_gap_to_flow_is_first_order_in_lr():
-    rows = rt.step_size_scaling(lrs=(0.01, 0.005))
+    rows = rx.step_size_scaling(lrs=(0.01, 0.005))
     g1, g2 = rows[0]["gap_rk4"], rows[1]["gap_rk4"]
     assert g2 < g1 < 0.5
     assert 0.8 < rows[1]["order"] < 1.2  # GD = Euler: the gap to the flow is O(λ)
@@ -74,10 +74,10 @@ def test_conserved_quantity_eqs_16_17():
         terms = np.abs(2 * math.sqrt(P) * y[0] * f1) + np.abs(2 * y[1] * f2)
         assert np.all(np.abs(2 * math.sqrt(P) * y[0] * f1 - 2 * y[1] * f2) <= 10 * EPS * terms)
     # Integrated with RK4 the drift of M·B1² − B2² is truncation error: 4th order in h and tiny.
-    d1 = rt.pathway_race(Ps=[100], h=0.1, t_max=60)["drift"][100]
-    d2 = rt.pathway_race(Ps=[100], h=0.05, t_max=60)["drift"][100]
+    d1 = rx.pathway_race(Ps=[100], h=0.1, t_max=60)["drift"][100]
+    d2 = rx.pathway_race(Ps=[100], h=0.05, t_max=60)["drift"][100]
     assert d2 < 1e-8 and math.log2(d1 / d2) > 3.5
-    e = rt.pathway_race(Ps=[100], h=0.05, t_max=60, method="euler")["drift"][100]
+    e = rx.pathway_race(Ps=[100], h=0.05, t_max=60, method="euler")["drift"][100]
     assert e > 1e3 * d2
 
 
@@ -85,13 +85,13 @@ def test_eqs_16_17_at_full_sharing_are_eqs_44_46_balanced():
     X, Y = rt.toy_data()
     st = rt.task_statistics(X, Y)
     B3 = rt.reduced_routing(st, 10, 0.2, 0.05, 400)
-    B2 = rt.pathway_race(M=10, Ps=[100], b0=0.2, h=0.05, t_max=20)["B"][100]
+    B2 = rx.pathway_race(M=10, Ps=[100], b0=0.2, h=0.05, t_max=20)["B"][100]
     np.testing.assert_allclose(B3[:, 0], B3[:, 2], rtol=10 * EPS * 400)
     np.testing.assert_allclose(B3[:, :2], B2, rtol=1e-12)
 
 
 def test_race_more_sharing_learns_faster_and_ratio_p_quarter():
-    r = rt.pathway_race(M=10, h=0.1, t_max=200)
+    r = rx.pathway_race(M=10, h=0.1, t_max=200)
     t = [r["t_half"][P] for P in (1, 4, 25, 100)]
     assert t == sorted(t, reverse=True) and t[0] > 10 * t[-1]
     for P in (4, 25, 100):  # eq. 56 up to C/B1² with C = (√P − 1)·b0²
@@ -100,7 +100,7 @@ def test_race_more_sharing_learns_faster_and_ratio_p_quarter():
 
 
 def test_random_init_shares_and_generalises():
-    r = rt.random_vs_reduction(n_runs=2, sv_every=rt.STEPS_FIG4)
+    r = rx.random_vs_reduction(n_runs=2, sv_every=rt.STEPS_FIG4)
     null = 0.5 * float((rt.toy_data()[1] ** 2).sum())  # error of Ŷ = 0
     assert r["trained_err"].max() < 1e-3 * null and r["untrained_err"].max() < 1e-2 * null  # Fig 4h
     assert r["similarity"].min() > 0.9  # Fig 4g
@@ -108,20 +108,20 @@ def test_random_init_shares_and_generalises():
 
 
 def test_k_sweep_generalisation_needs_enough_trained_routes():
-    r = rt.k_sweep(M=10, Ks=[1, 4], n_runs=1, steps=800)
+    r = rx.k_sweep(M=10, Ks=[1, 4], n_runs=1, steps=800)
     null = 0.5 * float((rt.toy_data()[1] ** 2).sum())
     assert r["trained_err"].max() < 1e-2 * null
     assert r["untrained_err"][0, 0] > 0.5 * null and r["untrained_err"][1, 0] < 1e-2 * null
 
 
 def test_small_init_generalises_large_init_does_not():
-    r = rt.init_scale_sweep(sigma0s=[0.2, 2.5])
+    r = rx.init_scale_sweep(sigma0s=[0.2, 2.5])
     assert r["untrained_err"][0] < r["untrained_err"][1]
     assert r["similarity"][0] > r["similarity"][1]
 
 
 def test_xor_theory_and_relu():
-    r = rt.xor_curves(n_runs=3, t_max=100)
+    r = rx.xor_curves(n_runs=3, t_max=100)
     assert r["theory"][0] == pytest.approx(0.5, abs=1e-5) and r["theory"][-1] < 1e-12
     assert np.all(r["relu"][-1] < 1e-8)
     # Half-loss times agree within the shift a factor 2 in a0 would cause, τ·ln2/(2s).

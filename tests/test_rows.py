@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from conftest import TINY_ARCH, make_cfg, reassociation_tol
-from gatelab import checkpoints
-from gatelab.config import ConfigError
-from gatelab.runs import run_dir
-from gatelab.train import family, train, train_row
+from gatelab.core import checkpoints
+from gatelab.core.config import ConfigError
+from gatelab.core.runs import run_dir
+from gatelab.training.loop import train
+from gatelab.training.rows import family, train_row
 
 ROW = ["relu", "frnpf_ii", "frnpf_di", "dlnpf", "flnpf"]
 
@@ -78,19 +79,19 @@ def test_an_interrupted_row_resumes_bit_identical(tiny_root, tmp_path, monkeypat
     """Stopped after epoch 1 (an exception where results.json is written), the row resumes from its
     nets' last.pt (each net's own step size restored as the scaling it trains with) and ends where an
     uninterrupted row ends, bit for bit on the CPU."""
-    from gatelab import train as train_mod
+    from gatelab.training.run_state import RunState
     over = ["arch=fc", *TINY_ARCH["fc"], "optimizer=sgd", "epochs=3", "regimes=[relu,frnpf_ii]", "lrs=[0.05,0.01]"]
     whole = train_row(make_cfg([*over, f"out_root={tmp_path / 'whole'}"], tiny_root))
-    write = train_mod._Run.write
+    write = RunState.write
 
     def stop_after_epoch_1(self):
         write(self)
         if len(self.history) == 1:
             raise RuntimeError("preempted")
-    monkeypatch.setattr(train_mod._Run, "write", stop_after_epoch_1)
+    monkeypatch.setattr(RunState, "write", stop_after_epoch_1)
     with pytest.raises(RuntimeError, match="preempted"):
         train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
-    monkeypatch.setattr(train_mod._Run, "write", write)
+    monkeypatch.setattr(RunState, "write", write)
     resumed = train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
     for key, res in resumed.items():  # the first family was stopped after epoch 1; the second had not started
         assert res["status"] == "completed" and res.get("resumed_from_epoch") == (1 if key[0] == "relu" else None)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from conftest import CONF, ROOT, TINY_ARCH, make_cfg
-from gatelab.config import ConfigError, validate
-from gatelab.data import DataNotFoundError
-from gatelab.train import train
+from gatelab.core.config import ConfigError, validate
+from gatelab.data.datasets import DataNotFoundError
+from gatelab.training.loop import train
 
 REGIMES = ["relu", "frnpf_ii", "frnpf_di", "dlnpf", "flnpf"]
 GROUPS = {g: sorted(p.stem for p in (CONF / g).glob("*.yaml")) for g in ("dataset", "arch", "regime", "optimizer")}
@@ -63,10 +63,10 @@ def test_training_learns_the_tiny_task(cfg_factory, tmp_path):
 
 
 def test_checkpoint_epochs_and_best_checkpoint(cfg_factory, tmp_path):
-    from gatelab import checkpoints
+    from gatelab.core import checkpoints
     res = train(cfg_factory("epochs=3", "checkpoint_epochs=[0,1,3]"), tmp_path / "run")
     ck = tmp_path / "run" / "ckpt"
-    assert sorted(p.name for p in ck.iterdir()) == ["best.pt", "epoch_0.pt", "epoch_1.pt", "epoch_3.pt", "last.pt"]
+    assert sorted(p.name for p in ck.iterdir()) == ["best.pt", "epoch_0.pt", "epoch_1.pt", "epoch_3.pt", "last.pt", "prev.pt"]
     assert checkpoints.load(ck / "epoch_0.pt")["epoch"] == 0
     assert checkpoints.load(ck / "best.pt")["epoch"] == res["best_epoch"]
     assert checkpoints.load(ck / "epoch_1.pt")["epoch"] == 1
@@ -81,7 +81,7 @@ def test_divergence_is_recorded_and_not_a_result(cfg_factory, tmp_path):
 
 
 def test_missing_data_is_a_clear_error_recorded_as_failed(tmp_path, monkeypatch):
-    import gatelab.data as data_mod
+    import gatelab.data.datasets as data_mod
 
     def offline(source, path):
         raise OSError("no network")
@@ -141,7 +141,7 @@ def test_a_typo_in_a_closed_set_fails_at_composition_naming_the_key(override, ke
 
 def test_closed_sets_are_stored_as_the_same_plain_strings(tiny_root, tmp_path):
     """Enums in the schema, plain strings in results.json and checkpoints (as before the enums)."""
-    from gatelab import checkpoints
+    from gatelab.core import checkpoints
     cfg = make_cfg(["regime=dlnpf", "arch.dense=[8]", "optimizer=sgd", "optimizer.lr=0.01"], tiny_root)
     res = train(cfg, tmp_path / "run")
     stored = json.loads((tmp_path / "run" / "results.json").read_text())["config"]
@@ -185,7 +185,7 @@ def test_cli_bad_input_fails_clearly_before_training(tmp_path, args, needle, cod
 
 
 def test_run_directory_is_keyed_by_the_config():
-    from gatelab.runs import run_dir
+    from gatelab.core.runs import run_dir
     a = run_dir(make_cfg(["seed=1"]))
     assert a == run_dir(make_cfg(["seed=1", "device=cuda", "progress=true", "data.root=/elsewhere", "threads=1"]))
     assert a.parts[:3] == ("outputs", "runs", "mnist-fc-adam-lr0.0003") and a.parts[3] == "relu"

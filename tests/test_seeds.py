@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from conftest import TINY_ARCH, make_cfg, reassociation_tol
-from gatelab import checkpoints
-from gatelab.models import DGN, Net, init_, stack_models, unstack_state
-from gatelab.runs import run_dir, seed_run_dirs
-from gatelab.train import stack_optimizer_state, train, train_seeds, unstack_optimizer_state
+from gatelab.core import checkpoints
+from gatelab.nets.dgn import DGN, Net, init_, stack_models, unstack_state
+from gatelab.core.runs import run_dir, seed_run_dirs
+from gatelab.training.loop import train, train_seeds
+from gatelab.training.stacking import stack_optimizer_state, unstack_optimizer_state
 
 
 @pytest.mark.parametrize("arch,regime", [("fc", "relu"), ("fc", "dlnpf"), ("gconv", "frnpf_di"), ("vconv", "dlnpf")])

@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from conftest import ROOT
-from gatelab.sweep import check_no_duplicates, summarise, sweep_values
-from gatelab.config import ConfigError
-from gatelab.regimes import relu_source_dir
-from gatelab.runs import compose
+from gatelab.launch.sweep import check_no_duplicates, summarise, sweep_values
+from gatelab.core.config import ConfigError
+from gatelab.nets.regimes import relu_source_dir
+from gatelab.core.runs import compose
 
 
 def _cli(args, tiny_root, timeout=300):

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from gatelab.train import train
+from gatelab.training.loop import train
 
 
 class FakeRun:

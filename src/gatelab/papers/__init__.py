@@ -4,5 +4,5 @@
 * :mod:`gatelab.papers.dgn`: paper 002, Deep Gated Networks (Table 4, Figures 1-4, 7, 8)
 
 ``python -m gatelab.papers.<paper> <table|figure> ...``. Tables read runs only
-(:mod:`gatelab.report`); figures train what they need through :mod:`gatelab.runner`.
+(:mod:`gatelab.papers.report`); figures train what they need through :mod:`gatelab.launch.runner`.
 """

@@ -1,0 +1,112 @@
+"""The results contract: what a run leaves in ``<run>/results.json`` and how it is read back.
+
+The report, the figures and the sweep summary read runs through this module alone; none of them
+imports the training loop. A results.json holds (version :data:`RESULTS_VERSION`):
+
+``version, status, seed, config`` (the resolved job config, closed sets stored as plain strings),
+``history`` (one dict per epoch: train_loss, train_acc, test_loss, test_acc, seconds),
+``best_test_acc, best_epoch, final_train_acc``, ``env`` (:func:`environment`), ``model``,
+``wall_time_s, finished_at`` and, when they apply, ``resumed_from_epoch, resumes, diverged_epoch,
+error, traceback``.
+
+``status`` is ``running`` while a run trains, then ``completed``, ``diverged`` (a non-finite
+training loss), ``failed`` (an exception) or ``interrupted`` (Ctrl-C; the rerun resumes). Only ``completed`` runs are results.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+RESULTS = "results.json"
+RESULTS_VERSION = 1
+STATUSES = ("running", "completed", "diverged", "failed", "interrupted")
+FINAL = ("completed", "diverged")  # re-running these gives the same result: they are skipped
+
+
+def read_results(path: Path) -> Optional[dict]:
+    """A results.json of this version, or None if absent, truncated or of another version."""
+    try:
+        res = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return res if isinstance(res, dict) and res.get("version") == RESULTS_VERSION else None
+
+
+def finished_results(run_dir: Path) -> Optional[dict]:
+    """The results of a run directory whose run is final (completed or diverged), else None."""
+    res = read_results(Path(run_dir) / RESULTS)
+    return res if res is not None and res.get("status") in FINAL else None
+
+
+def git_commit() -> Optional[str]:
+    """The short commit of the code that runs (None outside a git checkout)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` (a GPU if there is one, else cpu), or a torch device name checked to exist. ``auto``
+    and ``cuda`` on a machine with several GPUs claim a free one (:func:`claim_gpu`), so parallel
+    jobs (``make JOBS=N``, joblib) spread over the GPUs instead of all landing on GPU 0."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device={name} requested but CUDA is not available")
+    if dev.type == "cuda" and dev.index is None:
+        n = torch.cuda.device_count()
+        dev = torch.device("cuda", claim_gpu(n) if n > 1 else 0)
+    return dev
+
+
+_CLAIMED: dict[int, object] = {}  # GPU index -> open lock file, held for the life of the process
+GPU_LOCKS = "GATELAB_GPU_LOCKS"
+
+
+def claim_gpu(n: int, lock_dir: Optional[str] = None) -> int:
+    """The index of a GPU that no other gatelab process on this machine holds: an exclusive lock on
+    ``<lock_dir>/gpu<i>.lock`` (``$GATELAB_GPU_LOCKS``, default ``/tmp/gatelab-gpu-locks-<uid>``),
+    released when the process ends. With every GPU held, the least-numbered one is shared
+    (with a warning). Respects ``CUDA_VISIBLE_DEVICES`` (``n`` counts the visible GPUs)."""
+    import fcntl
+    import logging
+    import os
+
+    if _CLAIMED:
+        return next(iter(_CLAIMED))
+    root = Path(lock_dir or os.environ.get(GPU_LOCKS) or f"/tmp/gatelab-gpu-locks-{os.getuid()}")
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        f = open(root / f"gpu{i}.lock", "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        _CLAIMED[i] = f
+        return i
+    logging.getLogger("gatelab").warning("all %d GPUs are held by other gatelab jobs; sharing GPU 0", n)
+    return 0
+
+
+def device_name(device: torch.device | str | None = None) -> str:
+    """What a person calls the hardware: the GPU's name, or '<machine> CPU, <n> threads'."""
+    device = resolve_device("auto") if device is None else torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+
+
+def environment(device: torch.device) -> dict:
+    """``env`` of results.json: versions, device, threads, host and code commit."""
+    return {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
+            "device_name": device_name(device), "threads": torch.get_num_threads(), "host": platform.node(),
+            "git_commit": git_commit()}

@@ -1,0 +1,246 @@
+"""Datasets held on the device as uint8 tensors, batched without per-sample Python.
+
+Cache format (shared with ``../shared/data``): ``<root>/<source>.npz`` with uint8 arrays
+``x_train, y_train, x_test, y_test``, images NHWC ((N,28,28) for MNIST). Inputs are scaled on the
+fly by ``dataset.normalize`` (default ``unit``: x/255, no mean/std, no augmentation: paper 001 §6.1
+and code). ``dataset.grayscale`` stores float luma; ``dataset.class_groups`` merges classes
+(paper 004: CIFAR-10 airplane+cat vs automobile+bird).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+import numpy as np
+import torch
+
+ENV_ROOT = "GATELAB_DATA"
+KEYS = ("x_train", "y_train", "x_test", "y_test")
+_TORCHVISION = {"mnist": "MNIST", "cifar10": "CIFAR10"}
+
+
+class DataNotFoundError(FileNotFoundError):
+    """The cache file is absent and could not be made."""
+
+
+def data_root(root: Optional[str] = None) -> Path:
+    """``data.root``, else ``$GATELAB_DATA``, else ``~/.cache/gatelab``."""
+    root = root or os.environ.get(ENV_ROOT) or os.path.join(os.path.expanduser("~"), ".cache", "gatelab")
+    return Path(root).expanduser()
+
+
+def cache_path(source: str, root: Optional[str] = None) -> Path:
+    return data_root(root) / f"{source}.npz"
+
+
+def _atomic_savez(path: Path, arrays: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def _download(source: str, path: Path) -> None:
+    """Build the cache file from a torchvision download (needs internet)."""
+    import torchvision
+
+    cls = getattr(torchvision.datasets, _TORCHVISION[source])
+    raw = path.parent / "torchvision"
+    arrays = {}
+    for split, train in (("train", True), ("test", False)):
+        ds = cls(str(raw), train=train, download=True)
+        x = ds.data.numpy() if torch.is_tensor(ds.data) else np.asarray(ds.data)
+        y = ds.targets.numpy() if torch.is_tensor(ds.targets) else np.asarray(ds.targets)
+        arrays[f"x_{split}"] = x.astype(np.uint8)
+        arrays[f"y_{split}"] = y.astype(np.uint8)
+    _atomic_savez(path, arrays)
+
+
+def _missing_hint(path: Path) -> str:
+    return (f"Expected the dataset cache file {path} (uint8 arrays {', '.join(KEYS)}, images NHWC). "
+            f"Point data.root=<dir> or ${ENV_ROOT} at a directory holding {path.name} "
+            f"(e.g. ../shared/data), or run once with internet access so torchvision can download it.")
+
+
+def check_available(source: str, root: Optional[str] = None, download: bool = True) -> None:
+    """Raise :class:`DataNotFoundError` now where :func:`load_arrays` would (no file, no download)."""
+    path = cache_path(source, root)
+    if not path.is_file() and not download:
+        raise DataNotFoundError(_missing_hint(path))
+
+
+def load_arrays(source: str, root: Optional[str] = None, download: bool = True) -> dict:
+    """The four uint8 arrays of ``<root>/<source>.npz``, downloading the file on first use."""
+    path = cache_path(source, root)
+    if not path.is_file():
+        hint = _missing_hint(path)
+        if not download:
+            raise DataNotFoundError(hint)
+        try:
+            _download(source, path)
+        except Exception as e:  # no internet, no torchvision, full disk...
+            raise DataNotFoundError(f"{hint} The download failed: {type(e).__name__}: {e}") from None
+    with np.load(path) as f:
+        missing = [k for k in KEYS if k not in f.files]
+        if missing:
+            raise DataNotFoundError(f"{path} lacks arrays {missing}; expected {', '.join(KEYS)}")
+        return {k: f[k] for k in KEYS}
+
+
+def first_balanced(y: np.ndarray, n: Optional[int]) -> np.ndarray:
+    """Indices of the first ``n`` examples, as equal per class as the classes allow, in data order."""
+    if n is None or n >= len(y):
+        return np.arange(len(y))
+    classes = np.unique(y)
+    per_class = {c: np.flatnonzero(y == c) for c in classes}
+    quota, rest = divmod(n, len(classes))
+    take = []
+    for i, c in enumerate(classes):
+        take.append(per_class[c][: quota + (i < rest)])
+    idx = np.sort(np.concatenate(take))
+    if len(idx) < n:  # a class too small for its quota: fill with the next unused examples
+        extra = np.setdiff1d(np.arange(len(y)), idx)[: n - len(idx)]
+        idx = np.sort(np.concatenate([idx, extra]))
+    return idx
+
+
+LUMA = (0.299, 0.587, 0.114)  # ITU-R 601 luma weights of R, G, B
+
+
+@dataclass
+class Split:
+    """One split on the device: ``x`` uint8 (N,C,H,W) (float luma when grayscale), ``y`` int64
+    labels or float +-1 targets; the network sees ``(x - shift) / div``."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    shift: float = 0.0
+    div: float = 255.0
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    def scale(self, xb: torch.Tensor) -> torch.Tensor:
+        """Network inputs from stored examples ``xb`` (fp32, a new tensor)."""
+        z = xb.float() if xb.dtype == torch.uint8 else xb.clone()
+        if self.shift:
+            z.sub_(self.shift)
+        return z.div_(self.div)
+
+    def batches(self, batch_size: int, generator: Optional[torch.Generator] = None,
+                shuffle: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Mini-batches, reshuffled each call with ``generator`` (a CPU generator, see :meth:`stacked_batches`)."""
+        n = len(self)
+        order = torch.randperm(n, generator=generator).to(self.x.device) if shuffle else None
+        for start in range(0, n, batch_size):
+            if order is None:
+                sl = slice(start, start + batch_size)
+                yield self.scale(self.x[sl]), self.y[sl]
+            else:
+                idx = order[start:start + batch_size]
+                yield self.scale(self.x[idx]), self.y[idx]
+
+
+    def stacked_batches(self, batch_size: int, generators: list, skip: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Mini-batches for S seeds trained together: (S, B, C, H, W) inputs and (S, B) targets, seed s
+        in the order of ``generators[s]`` (each reshuffled per call, as :meth:`batches` does).
+
+        The generators are CPU generators whatever the data's device: the data order of a seed is the
+        same on every device, and a checkpoint's RNG state resumes on another device. One (S, N)
+        permutation per epoch goes to the device; the batches are gathered there. ``skip``: start
+        after that many batches of the epoch's order (a resume inside an epoch)."""
+        n = len(self)
+        order = torch.stack([torch.randperm(n, generator=g) for g in generators]).to(self.x.device)
+        for start in range(skip * batch_size, n, batch_size):
+            idx = order[:, start:start + batch_size]
+            yield self.scale(self.x[idx]), self.y[idx]
+
+
+@dataclass
+class Data:
+    train: Split
+    test: Split
+    in_shape: tuple  # (C,H,W)
+    out_dim: int  # 10 for classification, 1 for binary (scalar output)
+    task: str
+
+
+def _split(x: np.ndarray, y: np.ndarray, ds_cfg, limit: Optional[int], device) -> Split:
+    """The examples of one split that ``ds_cfg`` keeps (binary classes, class groups; the first
+    ``limit``, balanced over the source classes), NCHW on ``device``, unscaled."""
+    task, classes, groups = ds_cfg.task, ds_cfg.classes, ds_cfg.get("class_groups")
+    kept = classes if task == "binary" else [c for g in groups for c in g] if groups is not None else None
+    if kept is not None:
+        keep = np.isin(y, list(kept))
+        x, y = x[keep], y[keep]
+    idx = first_balanced(y, limit)
+    x, y = x[idx], y[idx]
+    if x.ndim == 3:
+        x = x[:, :, :, None]
+    if ds_cfg.get("grayscale"):
+        if x.shape[-1] != 3:
+            raise ValueError(f"dataset.grayscale=true needs RGB images; {ds_cfg.source} has {x.shape[-1]} channel(s)")
+        x = (x.astype(np.float32) @ np.asarray(LUMA, dtype=np.float32))[..., None]
+    xt = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2))).to(device)
+    if task == "binary":
+        yt = torch.from_numpy(np.where(y == classes[1], 1.0, -1.0).astype(np.float32)).to(device)
+    elif groups is not None:
+        group_of = np.full(256, -1, dtype=np.int64)
+        for i, g in enumerate(groups):
+            group_of[list(g)] = i
+        yt = torch.from_numpy(group_of[y]).to(device)
+    else:
+        yt = torch.from_numpy(y.astype(np.int64)).to(device)
+    return Split(xt, yt)
+
+
+def normalizer(kind: str, train_x: torch.Tensor) -> tuple[float, float]:
+    """``(shift, div)`` of ``dataset.normalize`` for pixels in [0,255] (standardize: from the
+    training split's pixels, one mean and one standard deviation)."""
+    if kind == "unit":
+        return 0.0, 255.0
+    if kind == "pm1":
+        return 127.5, 127.5
+    if kind == "standardize":
+        x = train_x.double()
+        std = float(x.std())
+        if not std > 0:
+            raise ValueError("dataset.normalize=standardize: the training pixels have no spread")
+        return float(x.mean()), std
+    raise ValueError(f"unknown dataset.normalize {kind!r}")
+
+
+def _routing_features(routing, data_cfg, train: Split, test: Split) -> tuple[Split, Split]:
+    """Splits whose examples are the (1, 1, M·512) backbone features of the M rotated copies."""
+    from gatelab.data import backbone, routing_tasks as routing_mod
+    index = routing_mod.input_index("rotate", routing.M, tuple(train.x.shape[1:]), routing.max_angle, torch.Generator())
+    feats = backbone.cached_features(routing, data_root(data_cfg.root),
+                                     {"train": (train.x.cpu(), train.y.cpu()), "test": (test.x.cpu(), test.y.cpu())},
+                                     index)
+    return tuple(Split(feats[k].view(len(s), 1, 1, -1).to(s.x.device), s.y) for k, s in (("train", train), ("test", test)))
+
+
+def load(ds_cfg, data_cfg, device) -> Data:
+    """Load the dataset of ``ds_cfg`` (:class:`gatelab.core.config.DatasetConfig`) onto ``device``."""
+    arrays = load_arrays(ds_cfg.source, data_cfg.root, data_cfg.download)
+    classes = list(ds_cfg.classes) if ds_cfg.classes is not None else None
+    wanted = classes if ds_cfg.task == "binary" else \
+        [c for g in ds_cfg.class_groups for c in g] if ds_cfg.get("class_groups") is not None else []
+    present = set(np.unique(arrays["y_train"]).tolist())
+    if not set(wanted) <= present:
+        key = "classes" if ds_cfg.task == "binary" else "class_groups"
+        raise ValueError(f"dataset.{key}: classes {sorted(set(wanted) - present)} are not in {ds_cfg.source}'s "
+                         f"labels {sorted(present)}")
+    train = _split(arrays["x_train"], arrays["y_train"], ds_cfg, ds_cfg.limit_train, device)
+    test = _split(arrays["x_test"], arrays["y_test"], ds_cfg, ds_cfg.limit_test, device)
+    shift, div = normalizer(ds_cfg.get("normalize") or "unit", train.x)
+    routing = ds_cfg.get("routing")
+    if routing is not None and routing.get("features"):  # paper 003 CIFAR: frozen-backbone features
+        train, test = _routing_features(routing, data_cfg, train, test)
+        shift, div = 0.0, 1.0
+    for split in (train, test):
+        split.shift, split.div = shift, div
+    out_dim = 1 if ds_cfg.task == "binary" else ds_cfg.num_classes
+    return Data(train, test, tuple(train.x.shape[1:]), out_dim, ds_cfg.task)

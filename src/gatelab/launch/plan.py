@@ -1,0 +1,221 @@
+"""The plan of a command: the jobs it trains, each with its prerequisites, built and checked before
+anything trains.
+
+A job is what one process trains at once: a single run, the seeds of ``seeds=[...]`` (stacked), or
+a row (``regimes=[...]`` / ``lrs=[...]``, one stack per regime family). Its prerequisites are jobs
+too: FLNPF (``regime.source=auto``) needs the ReLU run of its cell and seeds, IMP round k needs
+round k-1 (round 0: the dense run), and a CIFAR routing task needs its backbone feature cache.
+:func:`build` returns them in order, prerequisites first, a job that a later one repeats only
+once; :func:`check` rejects the whole plan on the first bad value; :func:`describe` prints it
+(``--dry-run``); :func:`execute` trains what is not done. The local run, joblib and the SLURM
+launcher all go through it (:mod:`run`), and a sweep checks every job's plan before the first
+starts (:class:`gatelab.launch.sweep.SweepSummary`).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import torch
+from omegaconf import OmegaConf
+
+from gatelab.analyses import pruning
+from gatelab.core import checkpoints
+from gatelab.core.config import ConfigError, validate
+from gatelab.core.results import RESULTS, read_results
+from gatelab.core.runs import job_config, run_dir
+from gatelab.data import datasets as data_mod
+from gatelab.nets import regimes
+from gatelab.training import rows
+from gatelab.training.loop import train_entries
+
+log = logging.getLogger("gatelab")
+TRAIN_SIZES = {"mnist": 60000, "cifar10": 50000}  # full training sets, for the cost estimate
+
+
+@dataclass
+class Job:
+    """One process's training: stacks of (config, run directory), trained in order."""
+    name: str
+    stacks: list[list[tuple[object, Path]]]
+    needs: list[str] = field(default_factory=list)  # names of the jobs that must finish first
+    features: Optional[object] = None  # a config whose backbone feature cache this job fills (no training)
+
+    @property
+    def entries(self) -> list[tuple[object, Path]]:
+        return [e for stack in self.stacks for e in stack]
+
+
+def _name(cfgs: list) -> str:
+    c = cfgs[0]
+    seeds = ",".join(sorted({str(x.seed) for x in cfgs}, key=int))
+    regs = "+".join(dict.fromkeys(x.regime.name + (f"-imp-r{x.imp.round}" if pruning.active(x) else "")
+                                  for x in cfgs))
+    lrs = ",".join(dict.fromkeys(f"{x.optimizer.lr:g}" for x in cfgs))
+    return f"{c.dataset.name}-{c.arch.name}-{c.optimizer.name}-lr{lrs}/{regs} seeds {seeds}"
+
+
+def _prerequisite(c) -> tuple[Optional[object], str]:
+    """(config, what) of the run that run ``c`` is made from, or (None, '')."""
+    if regimes.needs_source(c) and c.regime.source == "auto":
+        return regimes.relu_twin(c), "its ReLU source run"
+    if pruning.active(c):
+        r = c.imp.round - 1
+        return pruning.parent(c), f"IMP round {r}" if r else "the dense run (IMP round 0)"
+    return None, ""
+
+
+def _entries(cfg) -> list[list[tuple[object, Path]]]:
+    """The stacks of a command's own job."""
+    if cfg.get("regimes") or cfg.get("lrs"):
+        return [[(c, run_dir(c)) for _, c in group] for group in rows.row_groups(cfg)]
+    base = job_config(cfg)
+    seeds = [int(s) for s in cfg.seeds] if cfg.seeds else [int(cfg.seed)]
+    cfgs = [OmegaConf.merge(base, {"seed": s, "seeds": None}) for s in seeds]
+    if cfg.seeds and not cfg.stack_seeds:
+        return [[(c, run_dir(c))] for c in cfgs]
+    if not cfg.seeds and cfg.get("run_dir"):
+        return [[(cfgs[0], Path(cfg.run_dir))]]
+    return [[(c, run_dir(c)) for c in cfgs]]
+
+
+def build(cfg) -> list[Job]:
+    """The jobs of ``python run.py <cfg>``, prerequisites first."""
+    jobs: dict[str, Job] = {}
+    _add(Job("", _entries(cfg)), jobs)
+    return list(jobs.values())
+
+
+def _add(job: Job, jobs: dict) -> str:
+    """Add ``job`` after the jobs it needs (prerequisite runs that this plan does not train already
+    and that are not completed on disk); returns its name."""
+    cfgs = [c for c, _ in job.entries]
+    job.name = job.name or _name(cfgs)
+    own = {str(d) for _, d in job.entries}
+    planned = own | {str(d) for j in jobs.values() for _, d in j.entries}
+    missing = []
+    for c in cfgs:
+        first, what = _prerequisite(c)
+        if first is not None and str(run_dir(first)) not in planned and not _completed(run_dir(first)):
+            missing.append((first, what))
+    if missing:
+        prereq = Job("", [[(c, run_dir(c)) for c, _ in missing]])
+        job.needs.append(_add(prereq, jobs))
+    features = next((c for c in cfgs if (c.dataset.get("routing") or {}).get("features")), None)
+    if features is not None:
+        name = f"features {features.dataset.name} M={features.dataset.routing.M}"
+        jobs.setdefault(name, Job(name, [], features=features))
+        job.needs.append(name)
+    jobs.setdefault(job.name, job)
+    return job.name
+
+
+def _completed(d: Path) -> bool:
+    res = read_results(Path(d) / RESULTS)
+    return res is not None and res.get("status") == "completed"
+
+
+def check(jobs: list[Job]) -> None:
+    """Every run of every job: its config, its device, an explicit FLNPF source, its data file.
+    Raises :class:`ConfigError` (or :class:`gatelab.data.datasets.DataNotFoundError`) naming the job."""
+    for job in jobs:
+        for c, _ in job.entries or ([(job.features, None)] if job.features is not None else []):
+            try:
+                validate(c)
+                rows.validate_row(c)
+                _check_device(str(c.device))
+                if regimes.needs_source(c) and c.regime.source != "auto":
+                    checkpoints.resolve(c.regime.source, c.regime.source_ckpt)
+                data_mod.check_available(c.dataset.source, c.data.root, c.data.download)
+            except (ConfigError, FileNotFoundError) as e:
+                raise type(e)(f"{e} (job {job.name})") from None
+
+
+def _check_device(name: str) -> None:
+    if name == "auto" or name == "cpu" or name == "meta":
+        return
+    kind = name.split(":")[0]
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device={name}: this machine has no CUDA device (device=auto uses one when present)")
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"device={name}: MPS is not available here")
+    if kind not in ("cuda", "mps"):
+        raise ConfigError(f"device={name!r} is not one of auto, cpu, cuda, cuda:N, mps")
+
+
+def state_of(d: Path, epochs: int) -> tuple[str, int]:
+    """(what is on disk, epochs still to train) for one run directory."""
+    res = read_results(Path(d) / RESULTS)
+    if res is not None and res.get("status") in ("completed", "diverged"):
+        return res["status"], 0
+    last = checkpoints.load_good(Path(d) / checkpoints.CKPT_DIR / checkpoints.LAST) if Path(d).is_dir() else None
+    if last is not None:
+        return f"resumes after epoch {last['epoch']}", epochs - int(last["epoch"])
+    return (res["status"] if res else "new"), epochs
+
+
+def steps_per_epoch(c) -> int:
+    n = c.dataset.limit_train or TRAIN_SIZES.get(str(c.dataset.source), 0)
+    if c.dataset.task == "binary" and not c.dataset.limit_train:
+        n = n * 2 // max(1, c.dataset.num_classes)
+    return math.ceil(n / c.optimizer.batch_size)
+
+
+def describe(jobs: list[Job]) -> str:
+    """The plan as text: jobs in order, what each needs, its runs and their state, the cost left
+    (optimiser steps of one net, summed over nets)."""
+    lines, total = [f"plan: {len(jobs)} job(s)"], 0
+    for i, job in enumerate(jobs, 1):
+        after = f" (after: {'; '.join(job.needs)})" if job.needs else ""
+        lines.append(f"{i}. {job.name}{after}")
+        if job.features is not None:
+            lines.append("   fills the backbone feature cache (no training)")
+        for c, d in job.entries:
+            state, left = state_of(d, int(c.epochs))
+            total += left * steps_per_epoch(c)
+            lines.append(f"   {d}  [{state}; {left} epochs to train]")
+    lines.append(f"cost: {total:,} net-steps left (one optimiser step of one net each)")
+    return "\n".join(lines)
+
+
+def execute(jobs: list[Job]) -> dict[str, dict]:
+    """Train the jobs in order; {run directory: results}. A prerequisite that does not complete stops
+    the jobs that need it (recorded as failed, with the reason)."""
+    out: dict[str, dict] = {}
+    failed: dict[str, str] = {}
+    for job in jobs:
+        blocked = [n for n in job.needs if n in failed]
+        if blocked:
+            failed[job.name] = f"prerequisite {blocked[0]} did not complete ({failed[blocked[0]]})"
+            raise RuntimeError(f"{job.name}: {failed[job.name]}")
+        if job.features is not None:
+            log.info("%s: filling the backbone feature cache", job.name)
+            data_mod.load(job.features.dataset, job.features.data, "cpu")
+            continue
+        if job.needs:
+            log.info("%s: training after %s", job.name, "; ".join(job.needs))
+        for stack in job.stacks:
+            for (_, d), res in zip(stack, train_entries(stack)):
+                out[str(d)] = res
+        bad = {d: out[str(d)]["status"] for _, d in job.entries if out[str(d)]["status"] != "completed"}
+        if bad:
+            failed[job.name] = ", ".join(f"{d}: {s}" for d, s in bad.items())
+    return out
+
+
+def run(cfg) -> dict[str, dict]:
+    """What ``python run.py`` does, for code: build, check and execute the plan of ``cfg``."""
+    jobs = build(cfg)
+    check(jobs)
+    return execute(jobs)
+
+
+def run_seeds(cfg) -> dict[int, dict]:
+    """:func:`run`, the results of ``cfg``'s own runs by seed (its prerequisites trained first)."""
+    jobs = build(cfg)
+    check(jobs)
+    out = execute(jobs)
+    return {int(c.seed): out[str(d)] for c, d in jobs[-1].entries}

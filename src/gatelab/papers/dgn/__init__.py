@@ -1,0 +1,56 @@
+"""Paper 002, "Deep Gated Networks": Table 4 and Figures 1-4, 7, 8.
+
+``python -m gatelab.papers.dgn table4 --runs outputs/table4 --out outputs/reports/table4``
+``python -m gatelab.papers.dgn figures1-4 --scale quick --out outputs/reports/dgn-figures``
+``python -m gatelab.papers.dgn figures7-8 --scale quick --runs outputs/dgn7-quick --out outputs/reports/dgn-figures``
+
+* Table 4: CIFAR-10, Adam 3e-4, the VCONV-shaped conv net: DLN, ReLU and soft-ReLU for β × ε; mean
+  over seeds of each run's best train and best test accuracy, beside the published values.
+* Figures 1-3 (experiments 1-2): DGN with fixed random gates Ber(µ) (DGN-FRG) on x=1, y~U[-1,1],
+  n=200: e.c.d.f of the Gram matrix K0/d against eq. (5), its entries, and GD convergence vs depth.
+  Figure 4: the same for GaLU and ReLU networks.
+* Figures 7-8 (experiments 3-5): Binary-MNIST, adaptable vs frozen and learned vs random gates, and
+  ν_t = yᵀ K̂_t⁻¹ y of each network's NTK over training.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gatelab.papers import plotting, report
+from gatelab.papers.dgn.figures import (  # noqa: F401
+    FRG_SCALES, frg_network, ideal_frg_spectrum, frg_entries, frg_data, figure1_plot,
+    figure2_plot, convergence_plot, figures1_4, FIG7_SCALES, FIG7_NETWORKS, NU_NETWORKS,
+    figure7_8_data, figure7_plot, figure8_plot, figures7_8)
+from gatelab.papers.dgn.table4 import (  # noqa: F401
+    TABLE4_BETAS, PAPER_TABLE4, table4, render_table4_markdown, write_table4)
+
+
+def main(argv=None) -> None:
+    ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
+    f14 = sub.add_parser("figures1-4", help="Figures 1-4: Gram matrices and GD convergence vs depth")
+    f78 = sub.add_parser("figures7-8", help="Figures 7-8: Binary-MNIST, adaptable / frozen / learned gates")
+    for p, scales in ((f14, FRG_SCALES), (f78, FIG7_SCALES)):
+        p.add_argument("--scale", default="quick", choices=sorted(scales))
+        p.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
+    f78.add_argument("--runs", default="outputs/dgn7", help="out_root of the training runs")
+    f78.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
+    args = ap.parse_args(argv)
+    if args.what == "table4":
+        df = write_table4(args.runs, args.out, args.seeds, args.command, args.ddof)
+        print((args.out / "table4.md").read_text())
+        print(f"{len(df)} networks -> {args.out}/table4.*", file=sys.stderr)
+        return
+    started = plotting.now()
+    if args.what == "figures1-4":
+        scale = FRG_SCALES[args.scale]
+        for kind, res in figures1_4(scale, args.out).items():
+            final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
+            print(f"{kind}: final ‖e_t‖²/‖e_0‖² by (width, depth):\n{final.to_string()}\n")
+            if kind == "frg":
+                print(f"K0/d entries vs ideal:\n{res['entries'].to_string(index=False)}\n")
+    else:
+        scale = FIG7_SCALES[args.scale]
+        df = figures7_8(scale, [f"out_root={args.runs}", *args.overrides], args.out)
+        print(df.groupby("network")[["train_acc", "test_acc"]].max().to_string())
+    plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, scale, started)

@@ -1,0 +1,281 @@
+"""Paper 002 Figures 1-4 (Gram matrices at initialisation, depth) and 7-8 (see :mod:`gatelab.papers.dgn`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from gatelab.papers import plotting
+from gatelab.papers.plotting import plt
+from gatelab.analyses import kernels
+from gatelab.data import datasets as data_mod
+from gatelab.launch.runner import ensure_run, examples, model_at
+
+# ---- Figures 1-4: Gram matrices at initialisation and the role of depth (experiments 1-2) ----
+
+FRG_SCALES = {
+    "paper": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=5, entry_runs=20, steps=1000, w_galu=100),
+    "quick": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=2, entry_runs=5, steps=150, w_galu=100),
+}
+N_EXAMPLES, MU = 200, 0.5
+
+
+def frg_network(n: int, w: int, d: int, gen: torch.Generator, mu: float = MU, gates: str = "frg", d_in: int = 1):
+    """A depth-d, width-w bias-free FC net with weights ±σ, σ = sqrt(1/(µw)) (paper 002 Assumption 1)
+    and its gates: ``frg`` fixed random Ber(µ) gates per example (DGN-FRG), ``galu`` the 0/1 gates
+    of an independent random ReLU net on the inputs, ``relu`` the net's own (None)."""
+    sigma = (1.0 / (mu * w)) ** 0.5
+    shapes = [(w, d_in)] + [(w, w)] * (d - 2) + [(1, w)]
+
+    def draw():
+        return [sigma * (2.0 * torch.randint(0, 2, s, generator=gen, dtype=torch.float64) - 1.0) for s in shapes]
+    weights = draw()
+    if gates == "frg":
+        g = [torch.bernoulli(torch.full((n, w), mu, dtype=torch.float64), generator=gen) for _ in range(d - 1)]
+    elif gates == "galu":
+        g = draw()
+    else:
+        g = [None] * (d - 1)
+    return weights, g
+
+
+def _inputs(kind: str, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Experiment 1's data (x_s = 1, y_s ~ U[-1,1], n = 200), or for GaLU/ReLU (Figure 4) 200 points
+    uniform on the unit sphere of R^10 (inputs must differ for input-dependent gates) with the same y."""
+    y = 2.0 * torch.rand(N_EXAMPLES, generator=gen, dtype=torch.float64) - 1.0
+    if kind == "frg":
+        return torch.ones(N_EXAMPLES, 1, dtype=torch.float64), y, 1
+    x = torch.randn(N_EXAMPLES, 10, generator=gen, dtype=torch.float64)
+    return x / x.norm(dim=1, keepdim=True), y, 10
+
+
+def _gates_for(kind, weights_g, x):
+    """Gates of a GaLU net (from the frozen random ReLU net weights_g), fixed during training."""
+    if kind != "galu":
+        return weights_g
+    _, zs = kernels.gated_forward(weights_g, [None] * (len(weights_g) - 1), x)
+    return [(z > 0).to(x.dtype) for z in zs[1:]]
+
+
+def ideal_frg_spectrum(d: int, n: int = N_EXAMPLES, mu: float = MU) -> torch.Tensor:
+    """Eigenvalues of E[K0]/d, eq. (5): 1 on the diagonal, µ^(d-1) off it, ascending."""
+    m = mu ** (d - 1)
+    return torch.tensor([1 - m] * (n - 1) + [1 + (n - 1) * m], dtype=torch.float64)
+
+
+def _train_gd(weights, gates, x, y, steps: int) -> list[float]:
+    """Full-batch GD on ½‖ŷ−y‖² with step 0.1/ρmax(K0) (paper 002 §2): ‖e_t‖²/‖e_0‖² per step."""
+    alpha = 0.1 / torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x)).max()
+    ws = [w.clone().requires_grad_(True) for w in weights]
+    errs = []
+    for _ in range(steps + 1):
+        e = kernels.gated_forward(ws, gates, x)[0] - y
+        errs.append(float(e.detach().square().sum()))
+        grads = torch.autograd.grad(0.5 * e.square().sum(), ws)
+        with torch.no_grad():
+            for w, g in zip(ws, grads):
+                w -= alpha * g
+    return [v / errs[0] for v in errs]
+
+
+def frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame:
+    """Figure 2: an arbitrary diagonal K0(0,0)/d and off-diagonal K0(0,1)/d entry, averaged over runs."""
+    x = torch.ones(2, 1, dtype=torch.float64)
+    rows = []
+    for d in scale["depths"]:
+        vals = []
+        for _ in range(scale["entry_runs"]):
+            weights, gates = frg_network(2, w, d, gen)
+            vals.append(kernels.gated_ntk(weights, gates, x) / d)
+        k = torch.stack(vals).mean(0)
+        rows.append({"depth": d, "diag": float(k[0, 0]), "offdiag": float(k[0, 1]),
+                     "ideal_diag": 1.0, "ideal_offdiag": MU ** (d - 1)})
+    return pd.DataFrame(rows)
+
+
+def frg_data(scale: dict, kind: str = "frg") -> dict[str, pd.DataFrame]:
+    """Spectra of K0/d and GD convergence per (width, depth), averaged over runs; for ``frg`` also the
+    ideal spectrum of eq. (5) and the K0 entries (Figure 2)."""
+    gen = torch.Generator().manual_seed(0)
+    widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
+    spectra, conv = [], []
+    for w in widths:
+        for d in scale["depths"]:
+            for run in range(scale["runs"]):
+                x, y, d_in = _inputs(kind, gen)
+                weights, g = frg_network(N_EXAMPLES, w, d, gen, gates=kind, d_in=d_in)
+                gates = _gates_for(kind, g, x)
+                ev = torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x) / d)
+                for i, (a, b) in enumerate(zip(ev.tolist(), (ev / ev.max()).tolist())):
+                    spectra.append({"width": w, "depth": d, "run": run, "index": i + 1, "eig": a, "eig_over_max": b})
+                for t, r in enumerate(_train_gd(weights, gates, x, y, scale["steps"])):
+                    conv.append({"width": w, "depth": d, "run": run, "step": t, "err_ratio": r})
+    spec = pd.DataFrame(spectra).groupby(["width", "depth", "index"], as_index=False)[["eig", "eig_over_max"]].mean()
+    spec["ecdf"] = spec.groupby(["width", "depth"])["eig"].cumsum()
+    spec["ecdf_over_max"] = spec.groupby(["width", "depth"])["eig_over_max"].cumsum()
+    out = {"spectrum": spec,
+           "convergence": pd.DataFrame(conv).groupby(["width", "depth", "step"], as_index=False)["err_ratio"].mean(),
+           "entries": pd.DataFrame()}
+    if kind == "frg":
+        ideal = pd.DataFrame([{"depth": d, "index": i + 1, "eig": v} for d in scale["depths"]
+                              for i, v in enumerate(ideal_frg_spectrum(d).tolist())])
+        ideal["ecdf"] = ideal.groupby("depth")["eig"].cumsum()
+        out["ideal"] = ideal
+        out["entries"] = frg_entries(scale, gen)
+    return out
+
+
+def _depth_colors(depths):
+    cmap = plt.get_cmap("viridis")
+    return {d: cmap(i / max(1, len(depths) - 1)) for i, d in enumerate(depths)}
+
+
+def figure1_plot(res: dict, scale: dict):
+    """e.c.d.f of K0/d: the ideal of eq. (5), then each width."""
+    spec, ideal, widths, color = res["spectrum"], res["ideal"], scale["widths"], _depth_colors(scale["depths"])
+    fig, axes = plt.subplots(1, 1 + len(widths), figsize=(4.2 * (1 + len(widths)), 3.4), sharey=True)
+    for d in scale["depths"]:
+        sub = ideal[ideal.depth == d]
+        axes[0].plot(sub["index"], sub.ecdf, color=color[d], label=f"d={d}")
+        for ax, w in zip(axes[1:], widths):
+            sub = spec[(spec.width == w) & (spec.depth == d)]
+            ax.plot(sub["index"], sub.ecdf, color=color[d])
+    axes[0].set_title("ideal, eq. (5)", fontsize=9)
+    for ax, w in zip(axes[1:], widths):
+        ax.set_title(f"w={w}, µ={MU}, {scale['runs']} runs", fontsize=9)
+    for ax in axes:
+        ax.set_xlabel("eigenvalue index (ascending)")
+    axes[0].set_ylabel("cumulative eigenvalue of K0/d")
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def figure2_plot(entries: pd.DataFrame, scale: dict):
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    for ax, col, ideal_col, title in ((axes[0], "diag", "ideal_diag", "diagonal K0(s,s)/d"),
+                                      (axes[1], "offdiag", "ideal_offdiag", "off-diagonal K0(s,s')/d")):
+        ax.plot(entries.depth, entries[col], "o-", label=f"measured (w=500, {scale['entry_runs']} runs)")
+        ax.plot(entries.depth, entries[ideal_col], "k:", label="ideal, eq. (5)")
+        ax.set_xlabel("depth d")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def convergence_plot(res: dict, widths: list, depths: list, name: str):
+    """Figure 3 (DGN-FRG) / Figure 4 (GaLU, ReLU): ‖e_t‖²/‖e_0‖² and the e.c.d.f of K0/ρmax per width."""
+    conv, spec, color = res["convergence"], res["spectrum"], _depth_colors(depths)
+    fig, axes = plt.subplots(1, 2 * len(widths), figsize=(4.2 * 2 * len(widths), 3.4))
+    for i, w in enumerate(widths):
+        for d in depths:
+            sub = conv[(conv.width == w) & (conv.depth == d)]
+            axes[i].plot(sub.step, sub.err_ratio, color=color[d], label=f"d={d}")
+            sub = spec[(spec.width == w) & (spec.depth == d)]
+            axes[len(widths) + i].plot(sub["index"], sub.ecdf_over_max, color=color[d], label=f"d={d}")
+        axes[i].set_yscale("log")
+        axes[i].set_xlabel("GD step (α = 0.1/ρmax)")
+        axes[i].set_title(f"{name}: ‖e_t‖²/‖e_0‖², w={w}", fontsize=9)
+        axes[len(widths) + i].set_xlabel("eigenvalue index (ascending)")
+        axes[len(widths) + i].set_title(f"{name}: e.c.d.f of K0/ρmax, w={w}", fontsize=9)
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def figures1_4(scale: dict, out: Path) -> dict[str, dict]:
+    """Figures 1-3 (DGN-FRG) and 4 (GaLU, ReLU): PNG + PDF + CSV in ``out``."""
+    results = {}
+    for kind, name in (("frg", "DGN-FRG"), ("galu", "GaLU"), ("relu", "ReLU")):
+        results[kind] = res = frg_data(scale, kind)
+        widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
+        fig_name = "dgn_figure3" if kind == "frg" else f"dgn_figure4_{kind}"
+        if kind == "frg":
+            plotting.save(figure1_plot(res, scale), pd.concat([res["spectrum"].assign(source="measured"),
+                                                               res["ideal"].assign(source="ideal")]), out, "dgn_figure1")
+            plotting.save(figure2_plot(res["entries"], scale), res["entries"], out, "dgn_figure2")
+        plotting.save(convergence_plot(res, widths, scale["depths"], name), res["convergence"], out, fig_name)
+        res["spectrum"].to_csv(Path(out) / f"{fig_name}_spectrum.csv", index=False, float_format="%.6g")
+    return results
+
+
+# ---- Figures 7-8: adaptable vs frozen, learned vs random gates (experiments 3-5) ----
+
+FIG7_SCALES = {"paper": dict(epochs=100, source_epochs=100, data=[], seeds=5, nu_every=10),
+               "quick": dict(epochs=8, source_epochs=8, data=["dataset.limit_train=4000", "dataset.limit_test=1000"],
+                             seeds=1, nu_every=2)}
+FIG7_NETWORKS = {  # label -> regime overrides (paper 002 Table 3 and experiments 3-5)
+    "soft-GaLU β=4": ["regime=soft_galu", "regime.beta=4"],
+    "soft-ReLU β=4": ["regime=soft_relu", "regime.beta=4", "regime.eps=0"],
+    "ReLU": ["regime=relu"],
+    "GaLU frozen": ["regime=galu"],
+    "frozen ReLU": ["regime=frozen_relu"],
+}
+NU_NETWORKS = ("soft-GaLU β=4", "ReLU", "GaLU frozen", "learned gates")
+
+
+def _nu_over_training(cfg, run_dir: Path, every: int) -> list[dict]:
+    """ν_t of the trace-normalised NTK (all trainable and gating parameters) on 200 training examples."""
+    data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    x, y = examples(data, 200)
+    rows = []
+    for ep in range(0, cfg.epochs + 1, every):
+        blocks = kernels.ntk_blocks(model_at(cfg, run_dir, ep, data).double(), x.double(), chunk=50)
+        rows.append({"epoch": ep, "nu": kernels.nu(sum(blocks.values()), y)})
+    return rows
+
+
+def figure7_8_data(scale: dict, common: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Binary-MNIST, FC w=100 d=6, RMSprop 1e-4: train/test accuracy over epochs of the networks of
+    experiments 3-5 and ν_t of four of them, means over seeds."""
+    base = [*common, "dataset=binary_mnist", "arch=fc", "arch.dense=[100,100,100,100,100]", "optimizer=rmsprop",
+            "optimizer.lr=1e-4", *scale["data"]]
+    every = scale["nu_every"]
+    ckpts = f"checkpoint_epochs=[{','.join(map(str, range(0, scale['epochs'] + 1, every)))}]"
+    curves, nus = [], []
+    for seed in range(scale["seeds"]):
+        _, src_dir, _ = ensure_run([*base, "regime=relu", f"seed={seed}", f"epochs={scale['source_epochs']}", ckpts])
+        nets = dict(FIG7_NETWORKS)
+        nets["learned gates"] = ["regime=learned_gates", f"regime.source={src_dir}", "regime.source_ckpt=last"]
+        for label, over in nets.items():
+            cfg, run_dir, res = ensure_run([*base, *over, f"seed={seed}", f"epochs={scale['epochs']}", ckpts])
+            curves += [{"network": label, "seed": seed, "epoch": h["epoch"], "train_acc": h["train_acc"],
+                        "test_acc": h["test_acc"]} for h in res["history"]]
+            if label in NU_NETWORKS:
+                nus += [{"network": label, "seed": seed, **row} for row in _nu_over_training(cfg, run_dir, every)]
+    df = pd.DataFrame(curves).groupby(["network", "epoch"], as_index=False)[["train_acc", "test_acc"]].mean()
+    return df, pd.DataFrame(nus).groupby(["network", "epoch"], as_index=False)["nu"].mean()
+
+
+def figure7_plot(df: pd.DataFrame):
+    panels = [("train_acc", list(FIG7_NETWORKS)[:4], "training: the 4 networks of experiment 3"),
+              ("test_acc", list(FIG7_NETWORKS)[:4], "test: the 4 networks of experiment 3"),
+              ("test_acc", ["learned gates", "GaLU frozen"], "test: learned vs non-learned gates (exp. 5)"),
+              ("test_acc", ["ReLU", "frozen ReLU"], "test: adaptable vs frozen ReLU gates (exp. 4)")]
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
+    for ax, (col, labels, title) in zip(axes, panels):
+        for label in labels:
+            sub = df[df.network == label]
+            ax.plot(sub.epoch, sub[col], "o-", ms=3, label=label)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("accuracy")
+    return fig
+
+
+def figure8_plot(nu_df: pd.DataFrame):
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for label, sub in nu_df.groupby("network"):
+        ax.plot(sub.epoch, sub.nu, "o-", label=label)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(r"$\nu_t = y^\top \hat K_t^{-1} y$")
+    ax.set_title("Fig. 8 equivalent: Binary-MNIST, 200 examples", fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def figures7_8(scale: dict, common: list[str], out: Path) -> pd.DataFrame:
+    df, nu_df = figure7_8_data(scale, common)
+    plotting.save(figure7_plot(df), df, out, "dgn_figure7")
+    plotting.save(figure8_plot(nu_df), nu_df, out, "dgn_figure8")
+    return df

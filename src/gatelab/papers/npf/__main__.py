@@ -1,0 +1,4 @@
+"""``python -m gatelab.papers.npf``: the paper's command line."""
+from gatelab.papers.npf import main
+
+main()

@@ -1,0 +1,131 @@
+"""Paper 001 Figure 3 equivalents (see :mod:`gatelab.papers.npf`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from gatelab.papers import plotting
+from gatelab.papers.plotting import plt
+from gatelab.analyses import kernels
+from gatelab.data import datasets as data_mod
+from gatelab.launch.runner import ensure_run, examples, model_at
+
+
+# ---- Figure 3 ----
+
+CNTK_GCONV = 77.43  # Arora et al. 2019, as quoted in paper 001 §6.2
+
+# Scales: "paper" follows SPEC.md; "quick" fits a 2-core CPU in minutes.
+SCALES = {
+    "paper": {"left": dict(relu_epochs=60, stages=[10, 20, 30, 40, 50, 60], flnpf_epochs=80, data=[]),
+              "middle": dict(epochs=30, data=[]), "right": dict(epochs=30, data=[])},
+    "quick": {"left": dict(relu_epochs=6, stages=[1, 2, 3, 4, 5, 6], flnpf_epochs=3,
+                           data=["dataset.limit_train=2000", "dataset.limit_test=1000"]),
+              "middle": dict(epochs=8, data=[]), "right": dict(epochs=5, data=["dataset.limit_train=10000"])},
+}
+
+
+def _epochs_list(epochs) -> str:
+    return f"checkpoint_epochs=[{','.join(map(str, epochs))}]"
+
+
+def figure3_left_data(common: list[str], scale: dict) -> pd.DataFrame:
+    """FLNPF-k's best test accuracy with the gates of the ReLU run at stage k, beside the references."""
+    base = [*common, "dataset=cifar10", "arch=gconv", "optimizer=adam", *scale["data"]]
+    stages = scale["stages"]
+    _, relu_dir, relu = ensure_run([*base, "regime=relu", f"epochs={scale['relu_epochs']}", _epochs_list(stages)])
+    _, _, frnpf = ensure_run([*base, "regime=frnpf_ii", f"epochs={scale['flnpf_epochs']}"])
+    rows = []
+    for k, ep in enumerate(stages, 1):
+        _, _, res = ensure_run([*base, "regime=flnpf", f"regime.source={relu_dir}", f"regime.source_ckpt=epoch_{ep}",
+                                f"epochs={scale['flnpf_epochs']}"])
+        rows.append({"stage": k, "source_epoch": ep, "flnpf_best_test_acc": 100 * res["best_test_acc"],
+                     "relu_test_acc_at_source_epoch": 100 * relu["history"][ep - 1]["test_acc"]})
+    df = pd.DataFrame(rows)
+    df["relu_best_test_acc"] = 100 * relu["best_test_acc"]
+    df["frnpf_ii_best_test_acc"] = 100 * frnpf["best_test_acc"]
+    df["cntk_published"] = CNTK_GCONV
+    return df
+
+
+def figure3_left_plot(df: pd.DataFrame):
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    ax.plot(df.stage, df.flnpf_best_test_acc, "o-", label="FLNPF-k (gates of ReLU at stage k)")
+    ax.axhline(df.relu_best_test_acc[0], color="k", ls="-", lw=1, label="ReLU (best)")
+    ax.axhline(df.frnpf_ii_best_test_acc[0], color="tab:red", ls="--", lw=1, label="FRNPF-II")
+    ax.axhline(CNTK_GCONV, color="tab:green", ls=":", lw=1, label="CNTK 77.43 (published, full data)")
+    ax.set_xlabel(f"stage k (ReLU epoch {', '.join(map(str, df.source_epoch))})")
+    ax.set_ylabel("best test accuracy (%)")
+    ax.set_title("Fig. 3 left: GCONV / CIFAR-10 / Adam", fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def figure3_middle_data(common: list[str], scale: dict) -> pd.DataFrame:
+    """ν_t of the trace-normalised NPK (Lemma 2.1) over the training of a Binary-MNIST ReLU net."""
+    epochs = scale["epochs"]
+    cfg, run_dir, _ = ensure_run([*common, "dataset=binary_mnist", "arch=fc", "arch.dense=[100,100,100,100]",
+                                  "regime=relu", "optimizer=adam", f"epochs={epochs}", *scale["data"],
+                                  _epochs_list(range(epochs + 1))])
+    data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    x, y = examples(data, 200)
+    rows = []
+    for ep in range(epochs + 1):
+        h = kernels.npk(model_at(cfg, run_dir, ep, data).double(), x.double())
+        rows.append({"epoch": ep, "nu": kernels.nu(h, y), "trace_H": float(torch.trace(h))})
+    return pd.DataFrame(rows)
+
+
+def figure3_middle_plot(df: pd.DataFrame):
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    ax.plot(df.epoch, df.nu, "o-")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(r"$\nu_t = y^\top \hat H_t^{-1} y$")
+    ax.set_title("Fig. 3 middle: Binary-MNIST, FC w=100 d=5, n'=200", fontsize=9)
+    return fig
+
+
+def figure3_right_data(common: list[str], scale: dict) -> pd.DataFrame:
+    """Trace and Frobenius norm of the NTK blocks Kᵛ, Kᶠ (Prop 4.1) over the training of a DLNPF net."""
+    epochs = scale["epochs"]
+    cfg, run_dir, _ = ensure_run([*common, "dataset=mnist", "arch=fc", "regime=dlnpf", "optimizer=adam",
+                                  f"epochs={epochs}", *scale["data"], _epochs_list(range(epochs + 1))])
+    data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    x, _ = examples(data, 100)
+    rows = []
+    for ep in range(epochs + 1):
+        row = {"epoch": ep}
+        for name, k in kernels.ntk_blocks(model_at(cfg, run_dir, ep, data), x, chunk=25).items():
+            row[f"trace_K{name[0]}"] = float(torch.trace(k))
+            row[f"fro_K{name[0]}"] = float(torch.linalg.matrix_norm(k))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def figure3_right_plot(df: pd.DataFrame):
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for col, style in (("trace_Kv", "o-"), ("trace_Kf", "s-"), ("fro_Kv", "o--"), ("fro_Kf", "s--")):
+        ax.plot(df.epoch, df[col], style, label=col.replace("_K", " K").replace("v", "ᵛ").replace("Kf", "Kᶠ"))
+    ax.set_yscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_title("Fig. 3 right: DLNPF FC / MNIST, 100 examples", fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+FIGURE3 = {"left": (figure3_left_data, figure3_left_plot), "middle": (figure3_middle_data, figure3_middle_plot),
+           "right": (figure3_right_data, figure3_right_plot)}
+
+
+def figure3(panels: list[str], scale: dict, common: list[str], out: Path) -> dict[str, pd.DataFrame]:
+    frames = {}
+    for panel in panels:
+        compute, plot = FIGURE3[panel]
+        frames[panel] = df = compute(common, scale[panel])
+        plotting.save(plot(df), df, out, f"figure3_{panel}")
+    return frames
+
+

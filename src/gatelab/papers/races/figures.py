@@ -1,0 +1,221 @@
+"""Paper 004 Figures 1, 3, 4 and 5 (see :mod:`gatelab.papers.races`).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gatelab.analyses import neurons, pruning
+from gatelab.core import checkpoints
+from gatelab.papers import plotting
+from gatelab.papers.plotting import plt
+from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, SPARSITIES, drop_step, loss_curve, net_at, run_data, scan, step_checkpoints
+
+
+# ---- Figures ----
+
+def early_step(run: RaceRun, curve: pd.DataFrame, early: Optional[int]) -> int:
+    """The "early" time of Figs 1c, 4, 5: ``early`` if given, else the last step checkpoint at or
+    before a quarter of the loss-drop step (the silent-alignment phase)."""
+    steps = step_checkpoints(run)
+    if not steps:
+        raise SystemExit(f"{run.path}: no step checkpoints (checkpoint_steps); the figures need them")
+    if early is not None:
+        return min(steps, key=lambda t: abs(t - early))
+    drop = drop_step(curve) or steps[-1]
+    return max([t for t in steps if t <= drop / 4] or [steps[0]])
+
+
+def neuron_table(run: RaceRun, runs: list[RaceRun], root: Optional[str], early: Optional[int]) -> tuple[pd.DataFrame, dict]:
+    """Per neuron: a and cos δ̄ at t=0, at the early step and at the end; its τ=0.99 cluster; and
+    the weights IMP pruned from it at each sparsity (round 3 masks of the same cell and seed)."""
+    (x, y), _ = run_data(run, root)
+    curve = loss_curve(run, root)
+    t_early = early_step(run, curve, early)
+    df = pd.DataFrame({"neuron": range(run.d)})
+    for name, ckpt in (("0", "step_0.pt"), ("early", f"step_{t_early}.pt"), ("end", "last.pt")):
+        al = neurons.alignment(net_at(run, ckpt), x, y)
+        df[f"a_{name}"], df[f"cos_{name}"] = al["a"].numpy(), al["cos_delta"].numpy()
+    final = net_at(run, "last.pt")
+    df["cluster99"] = neurons.clusters(neurons.total_weights(final), 0.99).numpy()
+    for sp in SPARSITIES:
+        mask = _imp_mask(run, sp, runs)
+        df[f"pruned@{sp:g}"] = neurons.pruned_per_neuron(mask).numpy() if mask is not None else np.nan
+    return df, {"curve": curve, "early": t_early, "drop": drop_step(curve)}
+
+
+def _imp_mask(run: RaceRun, sparsity: float, runs: list[RaceRun]) -> Optional[dict]:
+    """The keep-mask of the completed IMP round 3 at ``sparsity`` of ``run``'s cell and seed, if any."""
+    for r in runs:
+        if r.imp == (sparsity, 3) and r.status == "completed" and (r.std, r.n, r.d, r.normalize, r.epochs, r.seed) == \
+                (run.std, run.n, run.d, run.normalize, run.epochs, run.seed):
+            return checkpoints.load(r.path / pruning.MASK_FILE)["mask"]
+    return None
+
+
+def _pick(runs, std, n, seed=None) -> Optional[RaceRun]:
+    cands = [r for r in runs if r.imp is None and r.status == "completed" and r.std == std and r.n == n
+             and r.d == DEFAULT["d"] and r.normalize == DEFAULT["normalize"] and (seed is None or r.seed == seed)]
+    return min(cands, key=lambda r: (r.seed, -r.epochs), default=None)
+
+
+def figure1(runs, root, early, out: Path) -> dict:
+    run = _pick(runs, 1e-5, 200)
+    if run is None:
+        return {}
+    df, info = neuron_table(run, runs, root, early)
+    largest = df[df.cluster99 == 0]
+    fig, ax = plt.subplots(1, 4, figsize=(17, 4))
+    c = info["curve"]
+    ax[0].plot(c.step, c.loss, ".-", ms=3)
+    if info["drop"]:
+        ax[0].axvline(info["drop"], color="r", ls="--", label=f"drop ≈ step {info['drop']}")
+    ax[0].axvline(300, color="gray", ls=":", label="paper: t≈300")
+    ax[0].set(xscale="symlog", xlabel="step t", ylabel="training loss", title="a) loss", xlim=(0, None))
+    ax[0].legend(fontsize=7)
+    order = np.argsort(df.cluster99.to_numpy(), kind="stable")
+    cos = neurons.cosine_matrix(neurons.total_weights(net_at(run, "last.pt"))).numpy()[np.ix_(order, order)]
+    im = ax[1].imshow(cos, vmin=-1, vmax=1, cmap="RdBu_r")
+    fig.colorbar(im, ax=ax[1], fraction=0.046)
+    ax[1].set(title=f"b) cosine, sorted by cluster (τ=0.99, k={df.cluster99.max() + 1})", xlabel="neuron", ylabel="neuron")
+    sc = ax[2].scatter(largest.cos_early, largest.a_early, c=np.log10(largest.a_end), s=10)
+    fig.colorbar(sc, ax=ax[2], fraction=0.046, label="log10 a(end)")
+    ax[2].set(yscale="log", xlabel=f"cos δ̄ (step {info['early']})", ylabel=f"a (step {info['early']})",
+              title=f"c) largest cluster ({len(largest)} neurons)")
+    if largest["pruned@0.5"].notna().any():
+        ax[3].scatter(largest.cos_early, largest["pruned@0.5"], c=np.log10(largest.a_end), s=10)
+    ax[3].set(xlabel=f"cos δ̄ (step {info['early']})", ylabel="weights pruned (IMP 50%, 3 rounds)",
+              title="d) pruned per neuron, largest cluster")
+    df["run"], df["early_step"], df["drop_step"] = str(run.path), info["early"], info["drop"]
+    plotting.save(fig, df, out, "figure1")
+    plotting.save(*_curve_fig(c), out, "figure1a_loss")
+    return {"run": str(run.path), "drop_step": info["drop"], "early_step": info["early"], "largest_cluster": len(largest)}
+
+
+def _curve_fig(c: pd.DataFrame):
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot(c.step, c.loss, ".-", ms=3)
+    ax.set(xscale="symlog", xlabel="step", ylabel="training loss", xlim=(0, None))
+    return fig, c
+
+
+def figure3(runs, root, out: Path) -> pd.DataFrame:
+    """3a: k(τ=0.95) at the end against N per d (σ₀=1e-5); 3b: k(0.95) at t=0, before the drop, end."""
+    lines = []
+    for r in runs:
+        if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]:
+            lines.append({"sigma0": r.std, "N": r.n, "d": r.d, "seed": r.seed, "epochs": r.epochs,
+                          "k_end": int(neurons.clusters(neurons.total_weights(net_at(r, "last.pt")), 0.95).max()) + 1})
+    a = pd.DataFrame(lines)
+    if not len(a):
+        return a
+    b_lines = []
+    for (std, n), _ in a[a.d == DEFAULT["d"]].groupby(["sigma0", "N"]):
+        for r in [r for r in runs if r.imp is None and r.status == "completed" and r.cell == (std, n)
+                  and r.d == DEFAULT["d"] and r.normalize == DEFAULT["normalize"]]:
+            steps = step_checkpoints(r)
+            drop = drop_step(loss_curve(r, root))
+            before = max([t for t in steps if drop is None or t < drop], default=None)
+            for when, ckpt in (("init", "step_0.pt"), ("before drop", f"step_{before}.pt"), ("end", "last.pt")):
+                if (r.path / checkpoints.CKPT_DIR / ckpt).is_file():
+                    k = int(neurons.clusters(neurons.total_weights(net_at(r, ckpt)), 0.95).max()) + 1
+                    b_lines.append({"sigma0": std, "N": n, "seed": r.seed, "when": when, "k": k, "ckpt": ckpt})
+    b = pd.DataFrame(b_lines)
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    sa = a[a.sigma0 == 1e-5].groupby(["d", "N"]).k_end.agg(["mean", "std", "count"]).reset_index()
+    for d, g in sa.groupby("d"):
+        ax[0].errorbar(g.N, g["mean"], g["std"].fillna(0), marker="o", capsize=2, label=f"d={d}")
+    ax[0].set(xscale="log", yscale="log", xlabel="N (training examples)", ylabel="clusters k (τ=0.95)",
+              title="3a) effective capacity, σ₀=1e-5")
+    if len(sa):
+        ax[0].legend(fontsize=7)
+    if len(b):
+        sb = b.groupby(["sigma0", "N", "when"], sort=False).k.mean().reset_index()
+        labels = [f"σ₀={s:g} N={n}" for s, n in sb[["sigma0", "N"]].drop_duplicates().itertuples(index=False)]
+        for j, when in enumerate(("init", "before drop", "end")):
+            vals = sb[sb.when == when].k.to_numpy()
+            ax[1].bar(np.arange(len(vals)) + 0.27 * (j - 1), vals, width=0.27, label=when)
+        ax[1].set_xticks(range(len(labels)), labels, rotation=20, fontsize=7)
+        ax[1].set(ylabel="clusters k (τ=0.95)", title="3b) clusters over training")
+        ax[1].legend(fontsize=7)
+    a["panel"], b["panel"] = "3a", "3b"
+    both = pd.concat([a, b], ignore_index=True)
+    plotting.save(fig, both, out, "figure3")
+    return both
+
+
+def _scatter(ax, x, y, df, title, xlabel, ylabel, logy=False):
+    sc = ax.scatter(x, y, c=np.log10(df.a_end), s=6)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title, yscale="log" if logy else "linear")
+    return sc
+
+
+def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
+    """Fig 4 for every (σ₀, N) cell of the paper's grid found, Fig 5 for those with IMP runs (first
+    seed); the Spearman ρ and growth slopes of each cell in ``figures4_5_stats.csv``."""
+    cells = sorted({r.cell for r in runs if r.imp is None and r.status == "completed" and r.d == DEFAULT["d"]
+                    and r.normalize == DEFAULT["normalize"]} & set(PAPER_TABLE1))
+    stats, frames = [], []
+    for std, n in cells:
+        run = _pick(runs, std, n)
+        df, info = neuron_table(run, runs, root, early)
+        df["sigma0"], df["N"], df["seed"], df["early_step"] = std, n, run.seed, info["early"]
+        frames.append(df)
+        grow = np.log(df.a_early / df.a_0)  # Thm 3.11: log a(t)/a(0) linear in cos δ̄ early on
+        slope, _ = np.polyfit(df.cos_early, grow, 1)
+        log_end = torch.tensor(np.log(df.a_end.values))
+        line = {"sigma0": std, "N": n, "seed": run.seed, "early_step": info["early"], "drop_step": info["drop"],
+                "rho_cos_early_log_a_end": neurons.spearman(torch.tensor(df.cos_early.values), log_end),
+                "rho_cos_0_log_a_end": neurons.spearman(torch.tensor(df.cos_0.values), log_end),
+                "slope_log_growth_vs_cos": slope, "pearson_log_growth_vs_cos": float(np.corrcoef(df.cos_early, grow)[0, 1])}
+        for sp in SPARSITIES:
+            col = f"pruned@{sp:g}"
+            line[f"rho_pruned@{sp:g}"] = neurons.spearman(torch.tensor(df.cos_early.values), torch.tensor(
+                df[col].values, dtype=torch.float64)) if df[col].notna().all() else math.nan
+        stats.append(line)
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    cols = max(1, len(frames))
+    fig4, ax4 = plt.subplots(2, cols, figsize=(4 * cols, 7), squeeze=False)
+    for j, df in enumerate(frames):
+        head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}"
+        for i, (when, t) in enumerate((("0", 0), ("early", df.early_step.iloc[0]))):
+            sc = _scatter(ax4[i, j], df[f"cos_{when}"], df[f"a_{when}"], df, f"{head}: t={t}", "cos δ̄", "a = ‖w1‖‖w2‖", True)
+        fig4.colorbar(sc, ax=ax4[:, j], fraction=0.03, label="log10 a(end)")
+    plotting.save(fig4, table, out, "figure4")
+    pruned = [df for df in frames if df["pruned@0.5"].notna().all()]
+    if pruned:
+        fig5, ax5 = plt.subplots(len(SPARSITIES), len(pruned), figsize=(4 * len(pruned), 10), squeeze=False)
+        for j, df in enumerate(pruned):
+            for i, sp in enumerate(SPARSITIES):
+                _scatter(ax5[i, j], df.cos_early, df[f"pruned@{sp:g}"], df,
+                         f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}: IMP {int(100 * sp)}%",
+                         f"cos δ̄ (step {df.early_step.iloc[0]})", "weights pruned")
+        plotting.save(fig5, pd.concat(pruned, ignore_index=True), out, "figure5")
+    s = pd.DataFrame(stats)
+    s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.4f")
+    return s
+
+
+def main_runs(runs: list[RaceRun]) -> list[RaceRun]:
+    """The runs the figures show: the default input scale and the most common epoch count (the
+    checks' other inputs and lengths are left to Table 1's check section)."""
+    dense = [r for r in runs if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]]
+    if not dense:
+        return []
+    epochs = int(pd.Series([r.epochs for r in dense]).mode().iloc[0])
+    return [r for r in runs if r.normalize == DEFAULT["normalize"] and r.epochs == epochs]
+
+
+def figures(runs_dir: Path, out: Path, root: Optional[str] = None, early: Optional[int] = None) -> dict:
+    runs = main_runs(scan(runs_dir)[0])
+    if not runs:
+        raise SystemExit(f"no race runs (+experiment=race) below {runs_dir}")
+    return {"figure1": figure1(runs, root, early, out), "figure3": figure3(runs, root, out),
+            "figures4_5": figures4_5(runs, root, early, out)}
+
+

@@ -1,0 +1,176 @@
+"""Shared helpers of the papers' tables: read runs, per-cell statistics, write md/csv/tex.
+
+A table module (:mod:`gatelab.papers.npf`, :mod:`gatelab.papers.dgn`) scans the ``results.json``
+files below a directory (:func:`scan`, through :mod:`gatelab.core.results` only: no training code is
+imported), groups them into cells, and renders them beside the published values. Only
+``completed`` runs count; the others are counted per cell and listed. Outputs are a function of
+the runs alone: rendering twice gives the same files.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+import pandas as pd
+
+from gatelab.core.results import RESULTS, read_results
+
+DATASET_TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "binary_mnist": "Binary-MNIST"}
+STATISTICS = {1: "sample std (ddof=1)", 0: "population std (ddof=0, np.std, as the paper's code)"}
+
+
+@dataclass
+class Run:
+    """What a table needs of one results.json."""
+    path: str
+    status: str
+    row: tuple  # (arch, optimizer, dataset)
+    regime: str
+    lr: float
+    seed: int
+    best: Optional[float]  # best test accuracy, %
+    epochs: int
+    limits: tuple  # (limit_train, limit_test)
+    finished_at: str
+    commit: Optional[str]
+    device: str
+    regime_cfg: dict  # the resolved regime config (beta, eps, ...)
+    best_train: Optional[float]  # best (running-mean) train accuracy over epochs, %
+    best_epoch: Optional[int]
+    test_curve: tuple = ()  # test accuracy per epoch, % (None where not recorded)
+    train_curve: tuple = ()  # running-mean train accuracy per epoch, %
+
+
+def results_below(runs_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
+    """(path, results) of every readable results.json below ``runs_dir``, and the unreadable or
+    foreign ones (listed, never counted)."""
+    found, bad = [], []
+    for path in sorted(Path(runs_dir).rglob(RESULTS)):
+        res = read_results(path)
+        if res is None:
+            bad.append(f"{path}: truncated, unreadable or of another results version")
+        else:
+            found.append((path, res))
+    return found, bad
+
+
+def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
+    """Every results.json below ``runs_dir``; unreadable or foreign files are listed, not counted."""
+    runs = []
+    found, bad = results_below(runs_dir)
+    for path, res in found:
+        c, env = res["config"], res.get("env") or {}
+        best = res.get("best_test_acc")
+        train_accs = [100.0 * h["train_acc"] for h in res.get("history", []) if h.get("train_acc") is not None]
+        runs.append(Run(str(path.parent), res["status"], (c["arch"]["name"], c["optimizer"]["name"], c["dataset"]["name"]),
+                        c["regime"]["name"], float(c["optimizer"]["lr"]), int(res["seed"]),
+                        None if best is None else 100.0 * best, int(c["epochs"]),
+                        (c["dataset"].get("limit_train"), c["dataset"].get("limit_test")),
+                        res.get("finished_at", ""), env.get("git_commit"), env.get("device_name", "?"), c["regime"],
+                        max(train_accs, default=None), res.get("best_epoch"),
+                        tuple(_pct(h.get("test_acc")) for h in res.get("history", [])), tuple(train_accs)))
+    return runs, bad
+
+
+def _pct(v):
+    return None if v is None else 100.0 * v
+
+
+def epochs_to_reach(runs: Iterable[Run], within: float = 0.05) -> Optional[int]:
+    """The first epoch at which the seeds' mean best-so-far test accuracy is within ``within``
+    points of its final value: how long a run must be to lose nothing (at most ``within``)."""
+    curves = [r.test_curve for r in runs if r.test_curve and None not in r.test_curve]
+    if not curves:
+        return None
+    n = min(len(c) for c in curves)
+    best_so_far = pd.DataFrame([pd.Series(c[:n]).cummax() for c in curves]).mean()
+    return int((best_so_far >= best_so_far.iloc[-1] - within).to_numpy().argmax()) + 1
+
+
+def epochs_to_fit(runs: Iterable[Run], level: float = 99.9) -> Optional[int]:
+    """The first epoch by which every seed's (running-mean) train accuracy has reached ``level`` %:
+    the length at which the training set is fitted. None if a seed never reached it."""
+    firsts = [next((i + 1 for i, a in enumerate(r.train_curve) if a >= level), None) for r in runs]
+    return max(firsts) if firsts and None not in firsts else None
+
+
+def scan_some(runs_dir: Path, archs: Optional[list] = None) -> tuple[list[Run], list[str]]:
+    runs, bad = scan(runs_dir)
+    runs = [r for r in runs if not archs or r.row[0] in archs]
+    if not runs:
+        raise SystemExit(f"no {RESULTS} files below {runs_dir}")
+    return runs, bad
+
+
+def completed_by_seed(cell: Iterable[Run]) -> dict[int, Run]:
+    """The completed runs of a cell, one per seed (a rerun of a seed replaces the older one)."""
+    done = {}
+    for r in sorted(cell, key=lambda r: r.finished_at):
+        if r.status == "completed":
+            done[r.seed] = r
+    return done
+
+
+def mean_std(values: list[float], ddof: int = 1) -> tuple[float, float]:
+    s = pd.Series(values, dtype=float)
+    if not len(s):
+        return math.nan, math.nan
+    return float(s.mean()), (float(s.std(ddof=ddof)) if len(s) > ddof else math.nan)
+
+
+def fmt(mean: float, std: float) -> str:
+    if math.isnan(mean):
+        return "—"
+    return f"{mean:.2f} ± {std:.2f}" if not math.isnan(std) else f"{mean:.2f}"
+
+
+def joined(values: Iterable) -> str:
+    return ",".join(sorted({str(v) for v in values}))
+
+
+def limits_text(runs: Iterable[Run]) -> str:
+    return joined(f"{a or 'all'}/{b or 'all'}" for a, b in (r.limits for r in runs))
+
+
+def provenance(runs: list[Run], command: str, scale: list[str]) -> list[str]:
+    """The ``## Provenance`` lines: command, runs, commits, dates, devices, scale."""
+    used = [r for r in runs if r.status == "completed"]
+    dates = sorted(r.finished_at for r in used if r.finished_at)
+    return [f"- command: `{command}`" if command else "- command: (not given)",
+            f"- runs: {len(runs)} results.json ({len(used)} completed), code commit(s) "
+            f"{', '.join(sorted({r.commit or '?' for r in used}))}",
+            f"- finished: {dates[0] if dates else '?'} .. {dates[-1] if dates else '?'}; "
+            f"device(s): {', '.join(sorted({r.device for r in used}))}",
+            f"- scale: {'; '.join(scale) or '?'}"]
+
+
+def not_counted(excluded: list[tuple[str, str]], bad: list[str]) -> list[str]:
+    if not (excluded or bad):
+        return []
+    return ["", "## Not counted", *[f"- {cell}: {what}" for cell, what in excluded], *[f"- {b}" for b in bad]]
+
+
+def write_outputs(out_dir: Path, name: str, df: pd.DataFrame, texts: dict) -> None:
+    """``<name>.csv`` and the rendered ``<name>.<ext>`` files; deterministic given the runs."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.4f")
+    for ext, text in texts.items():
+        (out_dir / f"{name}.{ext}").write_text(text)
+
+
+def paper_cli(prog: str, doc: str, table: str, table_help: str):
+    """A paper module's argument parser: its subcommands, the first being its table with the options
+    every table takes. Returns (parser, subparsers, table parser)."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    parser = sub.add_parser(table, help=table_help)
+    parser.add_argument("--runs", type=Path, required=True, help="directory searched for results.json files")
+    parser.add_argument("--out", type=Path, required=True, help="directory for the rendered table")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds expected per cell (default: the fullest cell's)")
+    parser.add_argument("--ddof", type=int, choices=(0, 1), default=1, help="1: sample std (ours); 0: np.std (paper)")
+    parser.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
+    return ap, sub, parser

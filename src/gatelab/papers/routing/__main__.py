@@ -1,0 +1,4 @@
+"""``python -m gatelab.papers.routing``: the paper's command line."""
+from gatelab.papers.routing import main
+
+main()

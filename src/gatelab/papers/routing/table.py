@@ -1,0 +1,226 @@
+"""Paper 003 routing table (trained vs untrained pathways), Figs 7-10 equivalents, features and backbone commands (see :mod:`gatelab.papers.routing`)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from gatelab.papers import plotting, report
+from gatelab.papers.plotting import plt
+
+METRICS = {"err_trained": ("test_acc", True), "err_untrained": ("test_untrained_acc", True),
+           "loss_trained": ("test_loss", False), "loss_untrained": ("test_untrained_loss", False),
+           "train_err_trained": ("train_trained_acc", True), "train_err_untrained": ("train_untrained_acc", True)}
+PAPER_ZERO_SHOT = {"dln": 0.40, "leaky": 0.25}  # K/M where untrained error meets trained (Figs 7, 9)
+PLATEAU_FRACTION = 0.1
+LEARNED_BELOW = 70.0  # trained test error (%) below which a net has left its plateau: 20 points under chance
+# (90%); a stuck net sits at chance, and CIFAR features reach only about 46% trained error at the reduced scale
+
+
+def scan(runs_dir: Path) -> tuple[list[dict], list[str]]:
+    """One dict per routing run below ``runs_dir``: its task, settings, status and last-epoch metrics."""
+    rows = []
+    found, bad = report.results_below(runs_dir)
+    for path, res in found:
+        c = res["config"]
+        rt = c["dataset"].get("routing")
+        if not rt:
+            continue
+        hist = res.get("history") or []
+        last = hist[-1] if hist else {}
+        row = {"path": str(path.parent), "status": res["status"], "seed": int(res["seed"]),
+               "task": c["dataset"]["name"], "regime": c["regime"]["name"], "M": int(rt["M"]), "K": int(rt["K"]),
+               "input": rt["input"], "gain": float(c["arch"].get("init_gain", 1.0)), "h": int(c["arch"]["dense"][0]),
+               "lr": float(c["optimizer"]["lr"]), "epochs": int(c["epochs"]),
+               "limits": f"{c['dataset'].get('limit_train') or 'all'}/{c['dataset'].get('limit_test') or 'all'}",
+               "plateau_exit_epoch": plateau_exit(hist), "finished_at": res.get("finished_at", ""),
+               "commit": (res.get("env") or {}).get("git_commit"), "device": (res.get("env") or {}).get("device_name", "?")}
+        for name, (key, is_acc) in METRICS.items():
+            v = last.get(key)
+            row[name] = None if v is None else (100 * (1 - v) if is_acc else v)
+        rows.append(row)
+    return rows, bad
+
+
+def plateau_exit(history: list) -> Optional[int]:
+    """The first epoch whose training loss has come ``PLATEAU_FRACTION`` of the way down from the
+    first epoch's to the last epoch's: the end of the initial plateau, at epoch resolution."""
+    losses = [h.get("train_loss") for h in history]
+    if len(losses) < 2 or any(v is None for v in losses):
+        return None
+    target = losses[0] - PLATEAU_FRACTION * (losses[0] - losses[-1])
+    return next(i + 1 for i, v in enumerate(losses) if v <= target)
+
+
+def _mean_se(values: list) -> tuple[float, float]:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return math.nan, math.nan
+    m, sd = report.mean_std(vals, 1)
+    return m, (sd / math.sqrt(len(vals)) if len(vals) > 1 else math.nan)
+
+
+GROUP = ["task", "regime", "M", "K", "gain", "h", "lr", "epochs", "limits"]
+
+
+def table(rows: list[dict]) -> pd.DataFrame:
+    """One line per (task, regime, M, K, gain, ...): completed seeds, mean ± s.e. of each metric."""
+    df = pd.DataFrame(rows)
+    if not len(df):
+        return df
+    lines = []
+    for key, cell in df.groupby(GROUP, sort=True):
+        done = cell[cell.status == "completed"].drop_duplicates("seed", keep="last")
+        line = dict(zip(GROUP, key))
+        line.update(K_over_M=key[3] / key[2], n=len(done),
+                    excluded=";".join(f"{s}:seed{d}" for s, d in zip(cell.status, cell.seed) if s != "completed"))
+        for name in METRICS:
+            line[name], line[f"{name}_se"] = _mean_se(list(done[name]))
+        line["gap"] = line["err_untrained"] - line["err_trained"]
+        # A net still on its initial plateau (trained error near chance, 90%) generalises trivially.
+        line["learned"] = bool(line["err_trained"] < LEARNED_BELOW)
+        line["within_2se"] = bool(line["learned"] and line["gap"] <= 2 * math.hypot(
+            line["err_untrained_se"] or 0, line["err_trained_se"] or 0)) if not math.isnan(line["gap"]) else False
+        # the plateau's end is only defined for a net that left it
+        line["plateau_exit_epoch"] = _mean_se(list(done.plateau_exit_epoch.astype(float)))[0] if line["learned"] else math.nan
+        lines.append(line)
+    return pd.DataFrame(lines)
+
+
+SWEEP = ["task", "regime", "M", "epochs"]  # one K sweep: K varies, all else fixed
+
+
+def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
+    """Per K sweep (task, regime, M, epochs; at least two K values) at gain 1: the smallest K/M with
+    the untrained error within 2 s.e. of the trained."""
+    out = []
+    for (task, regime, m, epochs), g in df[df.gain == 1.0].groupby(SWEEP):
+        if g.K.nunique() < 2:
+            continue
+        ok = g[g.within_2se].sort_values("K")
+        out.append({"task": task, "regime": regime, "M": m, "epochs": epochs, "K_values": len(g),
+                    "K_over_M": float(ok.K_over_M.iloc[0]) if len(ok) else math.nan,
+                    "paper": PAPER_ZERO_SHOT.get(regime, math.nan)})
+    return pd.DataFrame(out)
+
+
+def _pm(m, se) -> str:
+    if m is None or math.isnan(m):
+        return "—"
+    return f"{m:.2f}" if se is None or math.isnan(se) else f"{m:.2f} ± {se:.2f}"
+
+
+def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> str:
+    """The Markdown report; cells without a completed seed are left to "Not counted"."""
+    every = df
+    df = df[df.n > 0]
+    reduced = any("6000" in str(lim) for lim in df.limits)
+    out = [f"# Routing networks (paper 003){' — REDUCED scale' if reduced else ''}: trained vs untrained pathways", "",
+           "Test-set error (100 − accuracy, %) and cross-entropy on the trained and the untrained (input, output) "
+           "domain pairs at the last epoch; mean ± standard error over n seeds (the paper's statistic). "
+           "Gap = untrained − trained error; ✓ = within 2 s.e.", ""]
+    out += ["| task | regime | M | epochs | K | K/M | gain | n | err trained | err untrained | gap | loss trained | "
+            "loss untrained | plateau exit (epoch) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in df.sort_values(["task", "regime", "M", "epochs", "gain", "K"]).iterrows():
+        flag = " ✓" if r.within_2se else ("" if r.learned else " (not learned)")
+        out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K} | {r.K_over_M:.2f} | {r.gain:g} | {r.n} | "
+                   f"{_pm(r.err_trained, r.err_trained_se)} | {_pm(r.err_untrained, r.err_untrained_se)} | "
+                   f"{r.gap:.2f}{flag} | {_pm(r.loss_trained, r.loss_trained_se)} | "
+                   f"{_pm(r.loss_untrained, r.loss_untrained_se)} | {_pm(r.plateau_exit_epoch, None)} |")
+    z = zero_shot_threshold(df)
+    if len(z):
+        out += ["", "Smallest K/M at which the untrained error is within 2 s.e. of the trained error (gain 1):", "",
+                "| task | regime | M | epochs | K values run | ours | paper |", "|---|---|---|---|---|---|---|"]
+        for _, r in z.iterrows():
+            ours = "not reached" if math.isnan(r.K_over_M) else f"{r.K_over_M:.2f}"
+            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K_values} | {ours} | ≈{r.paper:.2f} |")
+    gains = df[df.gain != 1.0]
+    if len(gains):
+        out += ["", "Gain sweep (Fig 10): untrained − trained error per initialisation gain (\"not learned\": "
+                f"trained error ≥ {LEARNED_BELOW:g}%, still on the plateau after the run's epochs):", "",
+                "| task | regime | M | epochs | K | gain | n | err trained | err untrained | gap |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for _, r in _gain_lines(df).sort_values(["task", "regime", "epochs", "K", "gain"],
+                                                ascending=[True, True, True, True, False]).iterrows():
+            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K} | {r.gain:g} | {r.n} | {_pm(r.err_trained, r.err_trained_se)} | "
+                       f"{_pm(r.err_untrained, r.err_untrained_se)} | {r.gap:.2f}{'' if r.learned else ' (not learned)'} |")
+    runs = [report.Run(r["path"], r["status"], ("routing", "sgd", r["task"]), r["regime"], r["lr"], r["seed"], None,
+                       r["epochs"], (None, None), r["finished_at"], r["commit"], r["device"], {}, None, None) for r in rows]
+    out += ["", "## Provenance", *report.provenance(runs, command, [
+        f"epochs {report.joined(df.epochs)}, lr {report.joined(df.lr)}, h {report.joined(df.h)}, "
+        f"examples train/test {report.joined(df.limits)}"])]
+    excluded = [(f"{r.task}/{r.regime}/K={r.K}/gain={r.gain:g}", r.excluded) for _, r in every.iterrows() if r.excluded]
+    out += report.not_counted(excluded, bad)
+    return "\n".join(out) + "\n"
+
+
+def _gain_lines(df: pd.DataFrame) -> pd.DataFrame:
+    """The lines of the gain sweeps: every gain of a (task, regime, M, K, epochs) that ran more than one."""
+    key = ["task", "regime", "M", "K", "epochs"]
+    return df[df.groupby(key).gain.transform("nunique") > 1]
+
+
+def figures(df: pd.DataFrame, out: Path) -> None:
+    """Error against K/M per task and regime (Figs 7b-c, 8, 9) and against the gain (Fig 10)."""
+    base = df[(df.gain == 1.0) & (df.groupby(SWEEP).K.transform("nunique") > 1)]
+    panels = sorted(base.groupby(SWEEP).groups)
+    if panels:
+        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
+        for ax, key in zip(axes[0], panels):
+            g = base[(base[SWEEP] == pd.Series(key, index=SWEEP)).all(axis=1)].sort_values("K")
+            for col, color in (("err_trained", "tab:blue"), ("err_untrained", "tab:orange")):
+                ax.errorbar(g.K_over_M, g[col], g[f"{col}_se"].fillna(0), color=color, marker="o", capsize=2,
+                            label=col.split("_")[1])
+            ax.set(xlabel="K/M (fraction of trained pathways)", ylabel="test error (%)",
+                   title=f"{key[0]} {key[1]} M={key[2]}, {key[3]} epochs")
+            ax.legend(fontsize=7)
+        plotting.save(fig, base, out, "error_vs_K")
+    gains = _gain_lines(df)
+    if len(gains):
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for (epochs, g), style in zip(gains.groupby("epochs"), ("-", "--", ":", "-.")):
+            g = g.sort_values("gain")
+            for col, color in (("err_trained", "tab:blue"), ("err_untrained", "tab:orange")):
+                ax.errorbar(g.gain, g[col], g[f"{col}_se"].fillna(0), color=color, marker="o", capsize=2,
+                            linestyle=style, label=f"{col.split('_')[1]}, {epochs} epochs")
+        ax.set(xscale="log", xlabel="initialisation gain", ylabel="test error (%)", title="Fig 10: error vs gain")
+        ax.legend(fontsize=7)
+        plotting.save(fig, gains, out, "error_vs_gain")
+
+
+def write_table(runs_dir: Path, out: Path, command: str = "") -> pd.DataFrame:
+    rows, bad = scan(runs_dir)
+    if not rows:
+        raise SystemExit(f"no routing runs (arch=routing) below {runs_dir}")
+    df = table(rows)
+    report.write_outputs(out, "routing", df, {"md": render(df, rows, bad, command)})
+    figures(df[df.n > 0], out)  # cells with a completed seed
+    return df
+
+
+def toy(out: Path) -> dict:
+    """Figs 3-6: the toy routing task and XoR against the reduced ODEs (:mod:`gatelab.papers.routing.toy`);
+    writes the figures and ``toy_summary.json``."""
+    import json
+
+    from gatelab.papers.routing import toy_figures as routing_toy
+    res = routing_toy.run_all()
+    routing_toy.figures(out, res)
+    summary = routing_toy.summary(res)
+    (Path(out) / "toy_summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    return summary
+
+
+def features(overrides: list[str]) -> dict:
+    """Compute (or find) the cached backbone features of a CIFAR routing config and return the
+    backbone's test accuracy record (:mod:`gatelab.data.backbone`)."""
+    import json
+
+    from gatelab.core.runs import compose
+    from gatelab.data import backbone, datasets as data_mod
+    cfg = compose(["dataset=routing_cifar_rot", "arch=routing", "regime=dln", *overrides])
+    data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    info = json.loads(backbone.info_path(cfg.dataset.routing.backbone).read_text())
+    return {"train": tuple(data.train.x.shape), "test": tuple(data.test.x.shape), "cache": str(backbone.cache_dir()), **info}

@@ -1,0 +1,130 @@
+"""Paper 003 Figs 3-6: the toy routing task and XoR against the reduced ODEs, all runs, summary and figures
+(see :mod:`gatelab.papers.routing.toy`).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+Tensor = torch.Tensor
+from gatelab.papers.routing.toy_experiments import decoupled_vs_reduction, init_scale_sweep, k_sweep, pathway_race, random_vs_reduction, step_size_scaling, xor_curves
+
+
+# ----------------------------------------------------------------------------------------------
+# Summary and figures
+# ----------------------------------------------------------------------------------------------
+
+def run_all(n_runs: int = 10, k_runs: int = 3) -> dict:
+    """Everything :func:`summary` and :func:`figures` need (≈ 20 s on one CPU thread)."""
+    t0 = time.time()
+    res = {"decoupled": decoupled_vs_reduction(), "scaling": step_size_scaling(),
+           "random": random_vs_reduction(n_runs=n_runs),
+           "random_xavier": random_vs_reduction(n_runs=n_runs, kind="xavier", sv_every=50),
+           "race": pathway_race(), "k_sweep": k_sweep(n_runs=k_runs), "init": init_scale_sweep(n_runs=k_runs),
+           "xor": xor_curves(n_runs=n_runs)}
+    res["seconds"] = time.time() - t0
+    return res
+
+
+def summary(res: Optional[dict] = None) -> dict:
+    """Headline numbers (computes :func:`run_all` unless given its result)."""
+    res = res or run_all()
+    d, r, rx, race, ks, ini, xo = (res[k] for k in ("decoupled", "random", "random_xavier", "race",
+                                                    "k_sweep", "init", "xor"))
+    Pmax = max(race["P"])
+    return {
+        "fig4_decoupled_gap_rk4": d["gap_rk4"], "fig4_decoupled_gap_euler": d["gap_euler"],
+        "fig4_gap_vs_lr": {row["lr"]: row["gap_rk4"] for row in res["scaling"]},
+        "fig4_gap_order": [row["order"] for row in res["scaling"][1:]],
+        "fig4_random_gap_mean": float(r["gaps"].mean()), "fig4_random_gap_max": float(r["gaps"].max()),
+        "fig4_random_gap_euler_mean": float(r["gaps_euler"].mean()),
+        "fig4_random_xavier_gap_mean": float(rx["gaps"].mean()),
+        "fig4_random_trained_err": float(r["trained_err"].mean()),
+        "fig4_random_untrained_err": float(r["untrained_err"].mean()),
+        "fig4_random_similarity": float(r["similarity"].mean()),
+        "fig4f_ratio_theory": d["ratio"], "fig4f_ratio_random": float(r["sv_ratio"].mean()), "sqrt_M": d["sqrt_M"],
+        "fig5b_t_half": race["t_half"], "fig5b_ratio": race["ratio"],
+        "fig5b_ratio_over_P_quarter": {P: race["ratio"][P] / P ** 0.25 for P in race["P"]},
+        "fig5b_drift_full_sharing": race["drift"][Pmax], "fig5b_drift_max": max(race["drift"].values()),
+        "fig5c_K_over_M": ks["K_over_M"],
+        "fig5c_trained_err": ks["trained_err"].mean(1).tolist(),
+        "fig5c_untrained_err": ks["untrained_err"].mean(1).tolist(),
+        "fig5c_theory_trained_err": ks["theory_trained_err"],
+        "fig6_sigma0": [float(s) for s in ini["sigma0"]],
+        "fig6_trained_err": ini["trained_err"].tolist(), "fig6_untrained_err": ini["untrained_err"].tolist(),
+        "fig6_similarity": ini["similarity"].tolist(),
+        "fig3_theory_final": float(xo["theory"][-1]), "fig3_relu_final_mean": float(xo["relu"][-1].mean()),
+        "fig3_gap": xo["gap"], "fig3_a0": xo["a0"],
+        "seconds": res["seconds"],
+    }
+
+
+def figures(out_dir, res: Optional[dict] = None) -> dict:
+    """fig3_xor, fig4_routing, fig5b_race, fig5c_k_sweep, fig6_init_scale (PNG+PDF+CSV); returns summary."""
+    import pandas as pd
+
+    from gatelab.papers.plotting import plt, save
+    res = res or run_all()
+    out = Path(out_dir)
+
+    xo = res["xor"]
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    ax.plot(xo["t"], xo["relu"], color="r", lw=0.5)
+    ax.plot(xo["t"], xo["theory"], "b--", label="GDLN (eq. 23)")
+    ax.set(xlabel="step", ylabel="loss", title="Fig 3c: XoR")
+    ax.legend()
+    save(fig, pd.DataFrame({"step": xo["t"], "theory": xo["theory"], "relu_mean": xo["relu"].mean(1)}), out, "fig3_xor")
+
+    d, r = res["decoupled"], res["random"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    a1.plot(r["loss_sim"], color="r", lw=0.5)
+    a1.plot(d["loss_sim"], color="g", lw=3, label="decoupled sim")
+    a1.plot(d["loss_pred"], "b--", label="eqs 44-46")
+    a1.set(xlabel="step", ylabel="loss", title="Fig 4e")
+    a1.legend()
+    a2.plot(r["sv_step"], r["sv"][:, :, 1, :].reshape(len(r["sv_step"]), -1), color="r", lw=0.4)
+    a2.plot(r["sv_step"], r["sv"][:, :, 0, :].reshape(len(r["sv_step"]), -1), color="m", lw=0.4)
+    a2.plot(d["B"][:, 1], color="b")
+    a2.plot(d["B"][:, 0], color="c")
+    a2.set(xlabel="step", ylabel="singular value", title="Fig 4f")
+    save(fig, pd.DataFrame({"step": np.arange(len(d["loss_sim"])), "decoupled": d["loss_sim"],
+                            "theory": d["loss_pred"], "random_mean": r["loss_sim"].mean(1)}), out, "fig4_routing")
+
+    race = res["race"]
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    df = {"t": race["t"]}
+    for P in race["P"]:
+        ax.plot(race["t"], race["B"][P][:, 1, 0], label=f"P={P}")
+        df[f"B2_P{P}"] = race["B"][P][:, 1, 0]
+    ax.set(xlabel="t / τ", ylabel="B2 (top mode)", title="Fig 5b")
+    ax.legend()
+    save(fig, pd.DataFrame(df), out, "fig5b_race")
+
+    ks = res["k_sweep"]
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    ax.plot(ks["K_over_M"], ks["trained_err"].mean(1), "bo-", label="trained")
+    ax.plot(ks["K_over_M"], ks["untrained_err"].mean(1), "ro-", label="untrained")
+    ax.set(xlabel="K / M", ylabel="½‖Y−Ŷ‖²", title="Fig 5c")
+    ax.legend()
+    save(fig, pd.DataFrame({"K": ks["K"], "K_over_M": ks["K_over_M"], "trained": ks["trained_err"].mean(1),
+                            "untrained": ks["untrained_err"].mean(1)}), out, "fig5c_k_sweep")
+
+    ini = res["init"]
+    n = len(ini["sigma0"])
+    fig, axes = plt.subplots(1, 5, figsize=(16, 3.3))
+    axes[0].plot(ini["loss"])
+    axes[0].set(xlabel="step", ylabel="loss", title="Fig 6a")
+    axes[1].plot(ini["sigma0"], ini["trained_err"], "bo-", label="trained")
+    axes[1].plot(ini["sigma0"], ini["untrained_err"], "ro-", label="untrained")
+    axes[1].set(xlabel="σ₀", title="Fig 6b")
+    axes[1].legend()
+    for ax, i in zip(axes[2:], (0, n // 2, n - 1)):
+        ax.imshow(ini["rsa"][i], cmap="coolwarm", vmin=-1, vmax=1)
+        ax.set(title=f"Fig 6c σ₀={ini['sigma0'][i]:.2f}", xticks=[], yticks=[])
+    save(fig, pd.DataFrame({"sigma0": ini["sigma0"], "trained": ini["trained_err"], "untrained": ini["untrained_err"],
+                            "similarity": ini["similarity"]}), out, "fig6_init_scale")
+    return summary(res)

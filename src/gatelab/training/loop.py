@@ -1,0 +1,312 @@
+"""The training loop: one run = one (dataset, arch, regime, optimiser, seed) -> ``results.json``.
+
+Per epoch: train loss/accuracy (running mean over the epoch's mini-batches, as Keras reports them
+in the paper's code), test loss/accuracy; checkpoints ``ckpt/last.pt`` (every ``checkpoint_every``
+epochs and every ``checkpoint_minutes`` inside an epoch, the one it replaces kept as ``prev.pt``),
+``ckpt/best.pt`` (best test accuracy: the FLNPF source, as in the paper's code) and
+``ckpt/epoch_<N>.pt`` for ``checkpoint_epochs`` (0: the initialisation). A non-finite loss stops
+the run with status ``diverged``; an exception records ``failed``, Ctrl-C ``interrupted``. Only
+``completed`` runs are results.
+
+The nets of one job (the seeds of a cell, a row's regime family) train stacked
+(:mod:`gatelab.training.stacking`) and checkpoint as one group: a kill at any instant resumes all
+of them from one common point, bit-identical on the CPU to an uninterrupted run. A single run is
+the case S = 1. Prerequisite runs (an FLNPF source, an earlier IMP round) are the plan's jobs
+(:mod:`gatelab.launch.plan`), never trained here.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+from tqdm.auto import tqdm
+
+from gatelab.analyses import pruning
+from gatelab.core import checkpoints
+from gatelab.core.config import validate
+from gatelab.core.results import environment, finished_results, resolve_device
+from gatelab.core.runs import plain
+from gatelab.data import datasets as data_mod
+from gatelab.nets import regimes
+from gatelab.nets.dgn import unstack_state
+from gatelab.training import stacking
+from gatelab.training.metrics import evaluate, extra_metrics, objective
+from gatelab.training.run_state import RunState
+
+log = logging.getLogger("gatelab")
+
+
+def train(cfg, run_dir: Path) -> dict:
+    """Train one run (``cfg.seed``) into ``run_dir``; returns its results dict (see :func:`train_seeds`)."""
+    return train_seeds(cfg, {int(cfg.seed): Path(run_dir)})[int(cfg.seed)]
+
+
+def train_seeds(cfg, run_dirs: dict) -> dict:
+    """Train the seeds ``run_dirs`` maps to run directories, together; write each ``results.json``."""
+    seeds = list(run_dirs)
+    entries = [(OmegaConf.merge(cfg, {"seed": seed, "seeds": None}), Path(run_dirs[seed])) for seed in seeds]
+    return dict(zip(seeds, train_entries(entries)))
+
+
+def train_entries(entries: list) -> list:
+    """Train the runs ``entries`` [(config, run directory)] together (stacked); their results, in order.
+
+    A run already completed or diverged in its directory is returned as it is (``skipped``); one
+    stopped early resumes from its checkpoints. Raises (before any training) on a bad config, a
+    missing dataset or an unusable FLNPF source; that and any later exception are recorded in every
+    run's results.json before re-raising. A run directory is locked while it trains, so two
+    processes never train the same run at once."""
+    with locked([d for _, d in entries]):
+        out, todo = [None] * len(entries), []
+        for i, (c, run_dir) in enumerate(entries):
+            done = finished_results(run_dir)
+            if done is not None and not c.force:
+                log.info("%s already %s (best test acc %s); skipped (force=true reruns it)", run_dir,
+                         done["status"], done["best_test_acc"])
+                out[i] = {**done, "skipped": True}
+            else:
+                todo.append(i)
+        if todo:
+            for i, res in zip(todo, _train_todo([entries[i] for i in todo])):
+                out[i] = res
+    return out
+
+
+@contextlib.contextmanager
+def locked(run_dirs):
+    """Exclusive ``<run>/.lock`` on every run directory (in sorted order, so no two jobs deadlock);
+    a lock held by another process is waited for, saying so once."""
+    with contextlib.ExitStack() as stack:
+        for d in sorted(Path(d) for d in run_dirs):
+            d.mkdir(parents=True, exist_ok=True)
+            f = stack.enter_context(open(d / ".lock", "a+"))
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                holder = f.read().strip() or "another process"
+                log.info("waiting for %s: it is training in %s", d, holder)
+                fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
+            f.flush()
+        yield
+
+
+def _train_todo(entries: list) -> list:
+    """Build, resume and train the runs ``entries``. Settings shared by the stack (data, epochs,
+    batch size, device) come from the first config."""
+    cfg = entries[0][0]
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    t_start = time.time()
+    runs = [RunState(int(c.seed), Path(run_dir), c, t_start) for c, run_dir in entries]
+    try:
+        for r in runs:  # bad input fails here, before the data is loaded
+            validate(r.cfg)
+            r.source = regimes.source_path(r.cfg)
+            if pruning.active(r.cfg):
+                pruning.parent_dir(r.cfg)
+        device = resolve_device(cfg.device)
+        env = {**environment(device), **precision(cfg, device)}
+        torch.manual_seed(cfg.seed)
+        data = data_mod.load(cfg.dataset, cfg.data, device)
+        for r in runs:
+            r.build(data, env)
+        _resume_points(runs, cfg.force)
+        for r in runs:
+            r.started = True
+        _fit(cfg, runs, data, device, lambda: [r.write() for r in runs])
+    except BaseException as e:
+        for r in runs:
+            r.fail(e)
+        raise
+    finally:
+        for r in runs:
+            r.write()
+            r.tracker.finish(r.results)
+    return [r.results for r in runs]
+
+
+def group_name(runs: list) -> list[str]:
+    """The identity of a job's stack, stored in each checkpoint: its run directories (cell/regime/run)."""
+    return ["/".join(r.run_dir.parts[-3:]) for r in runs]
+
+
+def _resume_points(runs: list, force: bool) -> None:
+    """Each run's resume state, one common point for the whole stack (:func:`checkpoints.group_resume_point`)."""
+    points = [None] * len(runs) if force else \
+        checkpoints.group_resume_point([r.ckpt_dir for r in runs], group_name(runs))
+    for r, p in zip(runs, points):
+        r.last = p
+
+
+def _fit(cfg, runs: list, data, device, save_progress) -> None:
+    """Train the stack from its resume point. Runs at different points (checkpoints of an older or
+    another grouping) train in turn, one stack per point: exact per net, not bit-identical to an
+    unsplit stack."""
+    points = sorted({r.start_position() for r in runs})
+    if len(points) > 1:
+        log.warning("the runs resume from different points %s (checkpoints of another grouping); they "
+                    "train in turn, one stack per point", points)
+    for point in points:
+        _fit_stack(cfg, [r for r in runs if r.start_position() == point], data, device, save_progress)
+    for r in runs:
+        r.finish()
+
+
+class _Saver:
+    """The checkpoints of one stack: a group ``last.pt`` for every net at once (the nets' positions
+    never differ), ``best.pt`` and ``epoch_<N>.pt``, ``step_<t>.pt``; written on a background thread."""
+
+    def __init__(self, cfg, runs: list, model, opt, meta: dict):
+        self.cfg, self.runs, self.model, self.opt, self.meta = cfg, runs, model, opt, meta
+        self.writer, self.t_fit, self.t_last = checkpoints.Writer(), time.time(), time.time()
+        self.group = group_name(runs)
+
+    def due(self) -> bool:
+        """Inside an epoch: ``checkpoint_minutes`` have passed since the last group checkpoint."""
+        minutes = self.cfg.get("checkpoint_minutes")
+        return bool(minutes) and time.time() - self.t_last >= 60 * minutes
+
+    def last(self, epoch: int, batch: int, shuffle: list, partial=None) -> None:
+        """Every active net's last.pt at (``epoch`` done, ``batch`` steps of the next); ``shuffle``: the
+        data-order RNG states to resume from; ``partial``: per net, the sums of a partial epoch."""
+        state, opt_state = self.model.state_dict(), self.opt.state_dict()
+        for s, r in enumerate(self.runs):
+            if r.active:
+                r.save_last(self.writer, self.meta, dict(
+                    epoch=epoch, batch=batch, group=self.group, model=unstack_state(state, s),
+                    optimizer=stacking.unstack_optimizer_state(opt_state, s, r.cfg.optimizer.lr),
+                    shuffle_rng=shuffle[s], partial=None if partial is None else partial[s]), self.t_fit)
+        self.t_last = time.time()
+
+    def epoch(self, epoch: int, gens: list) -> None:
+        """After a recorded epoch: epoch_<N>.pt; at the cadence of ``checkpoint_every`` (and at the
+        end) best.pt and the group last.pt."""
+        cadence = epoch % self.cfg.checkpoint_every == 0 or epoch == self.cfg.epochs
+        state = self.model.state_dict()
+        for s, r in enumerate(self.runs):
+            if r.active:
+                r.save_epoch(self.writer, self.meta, lambda: unstack_state(state, s), cadence)
+        if cadence:
+            self.last(epoch, 0, [g.get_state() for g in gens])
+
+    def snapshot(self, step: int, epoch: int) -> None:
+        """ckpt/step_<t>.pt: the weights after t optimiser steps."""
+        state = self.model.state_dict()
+        for s, r in enumerate(self.runs):
+            if r.active:
+                self.writer.save(r.ckpt_dir / f"step_{step}.pt", **self.meta, seed=r.seed, step=step, epoch=epoch,
+                                 model=unstack_state(state, s))
+
+
+def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
+    """The epoch loop of runs at one resume point, their networks stacked."""
+    model, opt, gens = stacking.setup(cfg, runs, device)
+    meta = {"arch": plain(cfg.arch), "regime": plain(cfg.regime), "dataset": cfg.dataset.name,
+            "in_shape": list(data.in_shape), "out_dim": data.out_dim}
+    done, skip = runs[0].start_position()
+    saver = _Saver(cfg, runs, model, opt, meta)
+    if (done, skip) == (0, 0) and 0 in cfg.checkpoint_epochs:  # the initialisation (Figure 3's kernels)
+        for r in runs:
+            checkpoints.save(r.ckpt_dir / "epoch_0.pt", **meta, seed=r.seed, epoch=0, test_acc=None,
+                             model=r.model.state_dict())
+    # Speed options (off by default): bf16 autocast; torch.compile of the forward pass.
+    forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(cfg.amp) or cfg.get("precision") == "bf16")
+    try:
+        if (done, skip) == (0, 0) and 0 in (cfg.get("checkpoint_steps") or []):
+            saver.snapshot(0, 0)
+        for epoch in range(done + 1, cfg.epochs + 1):
+            partial = [r.last["partial"] for r in runs] if skip else None
+            m, seconds = _epoch(cfg, forward, model, opt, data, gens, autocast, epoch, skip, partial, saver)
+            skip = 0
+            for s, r in enumerate(runs):  # each run records its epoch; checkpoints on the writer's thread
+                if r.active:
+                    r.record(epoch, m[s], seconds, lambda: unstack_state(model.state_dict(), s))
+            saver.epoch(epoch, gens)
+            save_progress()  # results.json of every run, once per epoch
+            if not any(r.active for r in runs):
+                break
+    finally:
+        saver.writer.close()
+
+
+def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int, partial, saver):
+    """One epoch (from step ``skip + 1`` with the sums of ``partial`` when resumed inside it), then the
+    evaluation; the epoch's one host sync brings the metrics back. Returns (per-net metrics, seconds)."""
+    t0, S, device = time.time(), len(gens), data.train.x.device
+    if partial:
+        loss_sum = torch.stack([p["loss_sum"] for p in partial]).to(device)
+        correct = torch.stack([p["correct"] for p in partial]).to(device)
+        t0 -= partial[0]["seconds"]
+    else:
+        loss_sum, correct = torch.zeros(S, device=device), torch.zeros(S, device=device)
+    shuffle = [g.get_state() for g in gens]  # the epoch's data order, to resume inside it
+    per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
+    base, steps = (epoch - 1) * per_epoch, set(cfg.get("checkpoint_steps") or [])
+
+    def after_step(i: int) -> None:
+        if base + i in steps:
+            saver.snapshot(base + i, epoch)
+        if i < per_epoch and saver.due():
+            saver.last(epoch - 1, i, shuffle, [{"loss_sum": loss_sum[s].clone(), "correct": correct[s].clone(),
+                                                 "seconds": time.time() - t0} for s in range(S)])
+    train_epoch(cfg, forward, opt, data, gens, autocast, epoch, (loss_sum, correct), skip, after_step)
+    test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S)
+    extra = extra_metrics(cfg, model, data, S)
+    n = len(data.train)
+    train_loss, train_acc = (loss_sum / n).tolist(), [c / n for c in correct.tolist()]
+    metrics = [{"train_loss": train_loss[s], "train_acc": train_acc[s], "test_loss": test_loss[s],
+                "test_acc": test_acc[s], **extra[s]} for s in range(S)]
+    return metrics, round(time.time() - t0, 3)
+
+
+def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=None, skip: int = 0,
+                after_step=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One epoch of mini-batch steps for the stacked nets, from step ``skip + 1``: per net, the sum
+    of the batch losses (weighted by batch size) and the number correct, added to ``sums`` (zeros
+    by default) on the device (no host sync inside the epoch); their means are the running means
+    Keras reports in the paper's code. ``after_step(i)`` runs after the epoch's i-th step."""
+    device = data.train.x.device
+    loss_sum, correct = sums if sums is not None else (torch.zeros(len(gens), device=device),
+                                                       torch.zeros(len(gens), device=device))
+    bs = cfg.optimizer.batch_size
+    total = math.ceil(len(data.train) / bs)
+    bar = tqdm(data.train.stacked_batches(bs, gens, skip), total=total, initial=skip,
+               desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0)
+    for i, (xb, yb) in enumerate(bar, skip + 1):
+        with autocast:
+            loss, c = objective(forward(xb).float(), yb, data.task)
+        opt.zero_grad(set_to_none=True)
+        loss.sum().backward()  # net s's parameters get exactly the gradient of net s's loss
+        opt.step()
+        loss_sum += loss.detach() * yb.shape[1]
+        correct += c
+        if after_step is not None:
+            after_step(i)
+    return loss_sum, correct
+
+
+def precision(cfg, device: torch.device) -> dict:
+    """Set the arithmetic of ``precision`` (fp32: TF32 off for CUDA matmuls and cuDNN, which
+    otherwise runs convolutions in TF32 by default; tf32: on; bf16: fp32 flags, bf16 autocast of
+    the forward) and cuDNN autotuning for conv nets on CUDA; returns what ran, for ``env``."""
+    kind = "bf16" if cfg.amp else str(cfg.get("precision") or "fp32")
+    tf32 = kind == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = device.type == "cuda" and bool(cfg.arch.conv_channels)
+    return {"precision": kind, "autocast": "bf16" if kind == "bf16" else None,
+            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}

@@ -1,0 +1,51 @@
+"""A table row in one process: every regime x step size x seed (``regimes=[...]``, ``lrs=[...]``).
+
+Nets whose regimes share a :func:`family` train stacked (as seeds do), each with its own step size
+(plain SGD), each into the run directory its single run would use, so single runs and rows skip
+each other's finished runs. Sourced regimes (FLNPF) come last, after their ReLU sources.
+"""
+from __future__ import annotations
+
+from gatelab.core.config import ConfigError
+from gatelab.core.runs import plain, run_dir
+from gatelab.nets import regimes
+from gatelab.training.loop import train_entries
+
+# Regime fields that make two regimes' networks run the same forward pass and train the same
+# parameters: such regimes (frnpf_ii and frnpf_di, say) can be stacked like seeds.
+FAMILY = ("tied", "gate", "beta", "eps", "feature_act", "feature_trainable", "value_trainable")
+
+
+def family(cfg) -> tuple:
+    """The stacking family of a run's regime; FLNPF-like regimes (a trained source) come last."""
+    return (regimes.needs_source(cfg),) + tuple(plain(cfg.regime)[k] for k in FAMILY)
+
+
+def row_groups(cfg) -> list[list[tuple[tuple, object]]]:
+    """The stacks of a row, in training order: [[((regime, lr, seed), config), ...], ...]."""
+    validate_row(cfg)
+    groups: dict = {}
+    for key, c in regimes.row_configs(cfg):
+        groups.setdefault(family(c), []).append((key, c))
+    return [groups[f] for f in sorted(groups, key=lambda f: f[0])]  # stable: the row's order, sourced last
+
+
+def train_row(cfg) -> dict:
+    """Train every stack of the row (:func:`row_groups`); returns {(regime, lr, seed): results}."""
+    out = {}
+    for group in row_groups(cfg):
+        results = train_entries([(c, run_dir(c)) for _, c in group])
+        out.update(zip([key for key, _ in group], results))
+    return out
+
+
+def validate_row(cfg) -> None:
+    """A row's step sizes: per-net step sizes are exact for plain SGD only."""
+    lrs = list(cfg.get("lrs") or [])
+    if any(not lr > 0 for lr in lrs):
+        raise ConfigError(f"lrs={lrs}: step sizes must be > 0")
+    if len(set(lrs)) > 1 and not (cfg.optimizer.name == "sgd" and cfg.optimizer.momentum == 0
+                                  and cfg.optimizer.weight_decay == 0):
+        raise ConfigError("lrs=[...] trains each net with its own step size by scaling its gradient, which is "
+                          "exact for plain SGD only (optimizer=sgd, momentum=0, weight_decay=0); sweep "
+                          "optimizer.lr with -m instead")
