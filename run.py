@@ -49,7 +49,7 @@ def main(cfg: DictConfig):
     try:
         results = plan.execute(jobs)
     except KeyboardInterrupt:
-        log.error("interrupted: the runs are recorded as interrupted; the same command resumes them")
+        log.error("stopped by Ctrl-C: the runs are recorded as interrupted; the same command resumes them")
         sys.exit(130)
     except Exception as e:
         for job in jobs:

@@ -47,6 +47,7 @@ def save_rotating(path: Path, **state) -> None:
     """Write ``path`` (``last.pt``) atomically, first moving the file it replaces to ``prev.pt``.
     At every instant the directory holds the new point, the old one, or both."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     torch.save({"format": FORMAT, **state}, tmp)
     if path.exists():

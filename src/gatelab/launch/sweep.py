@@ -81,14 +81,64 @@ def summarise(lines: list[dict]) -> str:
     return "\n".join(out)
 
 
+def job_overrides(overrides: list[str], params: Optional[dict] = None) -> list[list[str]]:
+    """The override lists of a sweep's jobs (the cartesian product of the swept values, in Hydra's
+    order: the last key varies fastest)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    given = list(overrides)
+    keys = {o.key_or_group for o in parser.parse_overrides(given)}
+    given += [f"{k}={v}" for k, v in (params or {}).items() if k not in keys]
+    jobs = [[]]
+    for o in parser.parse_overrides(given):
+        if o.is_sweep_override():
+            values = [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+        else:
+            values = [o.input_line]
+        jobs = [j + [v] for j in jobs for v in values]
+    return jobs
+
+
+def check_jobs(config: DictConfig, jobs: list[list[str]]) -> list[str]:
+    """Build and check the plan of every job of a sweep (:mod:`gatelab.launch.plan`) before the first
+    starts; returns the plans' descriptions, raises :class:`ConfigError` listing every bad job."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from gatelab.data.datasets import DataNotFoundError
+    from gatelab.launch import plan
+
+    loader = GlobalHydra.instance().config_loader()
+    errors, plans = [], []
+    for overrides in jobs:
+        try:
+            cfg = loader.load_sweep_config(config, list(overrides))
+            jobs_ = plan.build(cfg)
+            plan.check(jobs_)
+            plans.append(f"[{' '.join(overrides)}]\n" + plan.describe(jobs_))
+        except (ConfigError, DataNotFoundError, FileNotFoundError, ValueError) as e:
+            errors.append(f"  {' '.join(overrides)}: {type(e).__name__}: {e}")
+    if errors:
+        raise ConfigError(f"{len(errors)} of {len(jobs)} sweep jobs are invalid; nothing was started:\n"
+                          + "\n".join(errors))
+    return plans
+
+
 class SweepSummary(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        params = config.hydra.sweeper.get("params") or {}
+        """Refuse a sweep with a duplicate value or any invalid job before the first job starts;
+        ``dry_run=true`` prints every job's plan and starts nothing."""
+        params = dict(config.hydra.sweeper.get("params") or {})
+        overrides = list(config.hydra.overrides.task)
         try:
-            check_no_duplicates(sweep_values(list(config.hydra.overrides.task), dict(params)))
+            check_no_duplicates(sweep_values(overrides, params))
+            plans = check_jobs(config, job_overrides(overrides, params))
         except ConfigError as e:  # Hydra turns a callback's exceptions into warnings: stop here
             log.error("%s", e)
             raise SystemExit(2) from None
+        if config.get("dry_run"):
+            print(f"sweep of {len(plans)} jobs\n" + "\n".join(plans))
+            raise SystemExit(0)
         os.environ[ENV_SWEEP] = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -100,3 +150,5 @@ class SweepSummary(Callback):
         text = summarise(lines)
         path.with_suffix(".summary.txt").write_text(text + "\n") if path.parent.is_dir() else None
         log.info("%s\n(journal: %s)", text, path)
+        if any(line["outcome"] == "failed" for line in lines):  # a sweep with a failed job fails
+            raise SystemExit(1)

@@ -1,0 +1,194 @@
+"""Checkpoints that survive any kill (issue #22): the nets of a job checkpoint as one group, a kill
+at any instant (mid-epoch, between two nets' writes; single, stacked or row) resumes bit-identical
+to an uninterrupted run on the CPU, a corrupt last.pt falls back to prev.pt, and Ctrl-C records
+``interrupted``."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import ROOT, TINY_ARCH, make_cfg, write_tiny_data
+from gatelab.core import checkpoints
+from gatelab.core.runs import seed_run_dirs
+from gatelab.training import loop as train_mod
+from gatelab.training.loop import train, train_seeds
+from gatelab.training.rows import train_row
+
+
+def _strip(history):
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
+def _same(a, b):
+    """Two run directories hold the same run: history, best epoch, final weights, data-order RNG."""
+    ra, rb = (json.loads((d / "results.json").read_text()) for d in (a, b))
+    assert ra["status"] == rb["status"] == "completed"
+    assert _strip(ra["history"]) == _strip(rb["history"])
+    assert (ra["best_test_acc"], ra["best_epoch"]) == (rb["best_test_acc"], rb["best_epoch"])
+    wa, wb = (checkpoints.load(d / "ckpt" / "last.pt") for d in (a, b))
+    assert all(torch.equal(wa["model"][k], wb["model"][k]) for k in wa["model"]), a
+    assert torch.equal(wa["shuffle_rng"], wb["shuffle_rng"])
+    return rb
+
+
+class _Killed(Exception):
+    pass
+
+
+def _kill_after_writes(monkeypatch, n: int, name: str = "last.pt"):
+    """Stop the job right after the ``n``-th write of a file called ``name`` reached the disk (the
+    later nets of the group not yet written): the state a SIGKILL at that instant leaves."""
+    real = checkpoints.Writer.save
+    count = {"n": 0}
+
+    def save(self, path, rotate=False, **state):
+        real(self, path, rotate=rotate, **state)
+        if path.name == name:
+            count["n"] += 1
+            if count["n"] == n:
+                self.wait()
+                raise _Killed(f"killed after write {n} of {name}")
+    monkeypatch.setattr(checkpoints.Writer, "save", save)
+    return lambda: monkeypatch.setattr(checkpoints.Writer, "save", real)
+
+
+@pytest.mark.parametrize("cut", [3, 4, 5])  # 2 nets: after net 0 of epoch 2, after both, after net 0 of epoch 3
+def test_a_stack_killed_between_its_nets_writes_resumes_bit_identical(tiny_root, tmp_path, monkeypatch, cut):
+    over = ["regime=dlnpf", "arch.dense=[16,16]", "epochs=4", "seeds=[0,1]", "checkpoint_minutes=0"]
+    ref = make_cfg([*over, f"out_root={tmp_path / 'ref'}"], tiny_root)
+    train_seeds(ref, seed_run_dirs(ref))
+    cfg = make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root)
+    restore = _kill_after_writes(monkeypatch, cut)
+    with pytest.raises(_Killed):
+        train_seeds(cfg, seed_run_dirs(cfg))
+    restore()
+    epochs = {s: checkpoints.load(d / "ckpt" / "last.pt")["epoch"] for s, d in seed_run_dirs(cfg).items()}
+    assert len(set(epochs.values())) == (2 if cut % 2 else 1)  # an odd cut leaves the nets at different epochs
+    resumed = train_seeds(cfg, seed_run_dirs(cfg))
+    for s, d in seed_run_dirs(cfg).items():
+        res = _same(seed_run_dirs(ref)[s], d)
+        assert res["resumed_from_epoch"] == min(epochs.values()) == resumed[s]["resumed_from_epoch"]
+
+
+def test_a_row_killed_between_its_nets_writes_resumes_bit_identical(tiny_root, tmp_path, monkeypatch):
+    """The case #22 measured at 1.3e-2: a row with per-net SGD step sizes, cut after the first net's write."""
+    over = ["arch=fc", *TINY_ARCH["fc"], "optimizer=sgd", "epochs=3", "regimes=[relu]", "lrs=[0.1,0.01]",
+            "seeds=[0,1]", "checkpoint_minutes=0"]
+    whole = train_row(make_cfg([*over, f"out_root={tmp_path / 'whole'}"], tiny_root))
+    restore = _kill_after_writes(monkeypatch, 5)  # 4 nets: net 0 of epoch 2 written, nets 1-3 still at epoch 1
+    with pytest.raises(_Killed):
+        train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
+    restore()
+    train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
+    for res in (tmp_path / "whole").rglob("results.json"):
+        _same(res.parent, tmp_path / "cut" / res.parent.relative_to(tmp_path / "whole"))
+
+
+def test_a_mid_epoch_checkpoint_resumes_inside_the_epoch_exactly(tiny_root, tmp_path, monkeypatch):
+    """checkpoint_minutes (here: after every step) writes a group last.pt inside the epoch; a kill
+    right after one resumes at that step, with the epoch's data order and partial sums."""
+    over = ["regime=relu", "arch.dense=[16]", "epochs=2", "seeds=[0,1]", "optimizer.batch_size=32"]
+    ref = make_cfg([*over, f"out_root={tmp_path / 'ref'}"], tiny_root)
+    train_seeds(ref, seed_run_dirs(ref))
+    cfg = make_cfg([*over, "checkpoint_minutes=1e-9", f"out_root={tmp_path / 'cut'}"], tiny_root)
+    restore = _kill_after_writes(monkeypatch, 2 * 8 + 2 * 3)  # 8 steps an epoch: inside epoch 2, after step 3
+    with pytest.raises(_Killed):
+        train_seeds(cfg, seed_run_dirs(cfg))
+    restore()
+    last = checkpoints.load(seed_run_dirs(cfg)[0] / "ckpt" / "last.pt")
+    assert (last["epoch"], last["batch"]) == (1, 3) and last["partial"]["loss_sum"] > 0
+    train_seeds(cfg, seed_run_dirs(cfg))
+    for s, d in seed_run_dirs(cfg).items():
+        _same(seed_run_dirs(ref)[s], d)
+
+
+def test_a_truncated_last_checkpoint_falls_back_to_the_previous_one(tiny_root, tmp_path, monkeypatch, caplog):
+    over = ["regime=dlnpf", "arch.dense=[16,16]", "checkpoint_minutes=0", "epochs=3"]
+    train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
+    restore = _kill_after_writes(monkeypatch, 2)  # stopped after epoch 2's last.pt
+    with pytest.raises(_Killed):
+        train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    restore()
+    last = tmp_path / "cut" / "ckpt" / "last.pt"
+    last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])  # a half-written file
+    before = json.loads((tmp_path / "cut" / "results.json").read_text())["history"]
+    with caplog.at_level("WARNING", logger="gatelab"):
+        res = train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    warned = [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
+    assert len(warned) == 1 and str(last) in warned[0] and "\n" not in warned[0]
+    assert res["resumed_from_epoch"] == 1 and _strip(res["history"][:2]) == _strip(before)
+    _same(tmp_path / "ref", tmp_path / "cut")
+
+
+def test_ctrl_c_records_interrupted_and_the_rerun_resumes(tiny_root, tmp_path, monkeypatch):
+    over = ["regime=relu", "arch.dense=[16]", "epochs=3", "checkpoint_minutes=0"]
+    train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
+    real = train_mod.evaluate
+    calls = {"n": 0}
+
+    def ctrl_c(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+    monkeypatch.setattr(train_mod, "evaluate", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    monkeypatch.setattr(train_mod, "evaluate", real)
+    saved = json.loads((tmp_path / "cut" / "results.json").read_text())
+    assert saved["status"] == "interrupted" and "traceback" not in saved and len(saved["history"]) == 2
+    assert train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")["resumed_from_epoch"] == 2
+    _same(tmp_path / "ref", tmp_path / "cut")
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_instants_then_resume_equals_uninterrupted(tmp_path):
+    """A stacked job, SIGKILLed three times at random instants (checkpoints every step and every
+    epoch, so kills land inside epochs and between nets' writes), ends as the uninterrupted job."""
+    root = write_tiny_data(tmp_path / "data", n_train=2000, n_test=100)
+    args = ["epochs=4", "progress=false", "arch.dense=[32,32]", "regime=dlnpf", "seeds=[0,1,2]", "threads=1",
+            "checkpoint_minutes=0.0005", f"data.root={root}"]
+
+    def start(out):
+        return subprocess.Popen([sys.executable, str(ROOT / "run.py"), *args, f"out_root={out}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    assert start(tmp_path / "ref").wait(timeout=300) == 0
+    span = time.time() - t0
+    rng = random.Random(22)
+    for _ in range(3):
+        p = start(tmp_path / "cut")
+        time.sleep(rng.uniform(0.3, 0.9) * span)
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+    assert start(tmp_path / "cut").wait(timeout=300) == 0
+    refs = sorted((tmp_path / "ref").rglob("seed?-*/results.json"))
+    assert len(refs) == 3
+    for res in refs:
+        _same(res.parent, tmp_path / "cut" / res.parent.relative_to(tmp_path / "ref"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_the_command_line_prints_one_line_and_exits_130(tmp_path):
+    root = write_tiny_data(tmp_path / "data", n_train=6000, n_test=100)
+    p = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "epochs=50", "progress=false", "threads=1",
+                          f"data.root={root}", f"out_root={tmp_path}"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    results = None
+    deadline = time.time() + 120
+    while time.time() < deadline and results is None:
+        results = next(tmp_path.rglob("results.json"), None)
+        time.sleep(0.2)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 130
+    assert "Traceback" not in out and out.count("interrupted") == 1
+    assert json.loads(results.read_text())["status"] == "interrupted"

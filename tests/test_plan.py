@@ -1,0 +1,96 @@
+"""The plan of a command (issue #22): jobs with their prerequisites, built and checked before
+anything trains; ``--dry-run``; a sweep refuses every bad job before the first starts and exits
+non-zero when a job failed."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT, make_cfg, write_tiny_data
+from gatelab.core.config import ConfigError
+from gatelab.launch import plan
+
+
+def test_flnpf_plans_its_relu_source_as_an_earlier_job_and_reuses_it_once_done(tiny_root, tmp_path):
+    cfg = make_cfg(["regime=flnpf", "arch.dense=[8]", "seeds=[0,1]", "epochs=1", f"out_root={tmp_path}"], tiny_root)
+    jobs = plan.build(cfg)
+    assert [j.name.split("/")[1] for j in jobs] == ["relu seeds 0,1", "flnpf seeds 0,1"]
+    assert jobs[1].needs == [jobs[0].name]
+    text = plan.describe(jobs)
+    assert text.count("[new; 1 epochs to train]") == 4 and "after: " in text
+    assert not list(tmp_path.rglob("results.json"))  # planning trains nothing
+    out = plan.execute(jobs)
+    assert {r["status"] for r in out.values()} == {"completed"} and len(out) == 4
+    again = plan.build(cfg)
+    assert len(again) == 1 and "completed" in plan.describe(again)
+
+
+def test_imp_rounds_chain_back_to_the_dense_run(tiny_root, tmp_path):
+    over = ["+experiment=race", "dataset=mnist", "dataset.limit_train=64", "arch.dense=[8]", "imp.sparsity=0.5",
+            "imp.round=2", "epochs=1", f"out_root={tmp_path}"]
+    jobs = plan.build(make_cfg(over, tiny_root))
+    names = [j.name for j in jobs]
+    assert len(jobs) == 3 and "imp" not in names[0] and "imp-r1" in names[1] and "imp-r2" in names[2]
+    assert jobs[2].needs == [names[1]] and jobs[1].needs == [names[0]]
+
+
+def test_a_row_needs_no_prerequisite_job_when_it_holds_the_sources(tiny_root, tmp_path):
+    cfg = make_cfg(["arch.dense=[8]", "regimes=[relu,flnpf]", "seeds=[0]", f"out_root={tmp_path}"], tiny_root)
+    jobs = plan.build(cfg)
+    assert len(jobs) == 1 and len(jobs[0].stacks) == 2  # relu's stack trains before flnpf's
+
+
+@pytest.mark.parametrize("bad,message", [("optimizer.lr=-1", "optimizer.lr must be > 0"),
+                                         ("epochs=0", "epochs must be positive"),
+                                         ("regime=flnpf regime.source=/nowhere", "checkpoint not found")])
+def test_check_refuses_a_bad_plan_naming_the_job(tiny_root, tmp_path, bad, message):
+    cfg = make_cfg(["arch.dense=[8]", *bad.split(), f"out_root={tmp_path}"], tiny_root)
+    with pytest.raises((ConfigError, FileNotFoundError), match=message) as e:
+        plan.check(plan.build(cfg))
+    assert "(job mnist-fc-" in str(e.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_device_cuda_without_cuda_is_a_one_line_config_error(tiny_root, tmp_path):
+    with pytest.raises(ConfigError, match="device=cuda: this machine has no CUDA device"):
+        plan.check(plan.build(make_cfg(["device=cuda", f"out_root={tmp_path}"], tiny_root)))
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_bad_value_starts_nothing_and_exits_2(tiny_root, tmp_path):
+    p = _run("-m", "optimizer.lr=0.001,-1", "arch.dense=[8]", "epochs=1", "progress=false",
+             f"data.root={tiny_root}", f"out_root={tmp_path}")
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert "1 of 2 sweep jobs are invalid; nothing was started" in p.stderr + p.stdout
+    assert not list(tmp_path.rglob("results.json"))
+
+
+@pytest.mark.slow
+def test_dry_run_prints_the_plan_and_trains_nothing(tiny_root, tmp_path):
+    p = _run("--dry-run", "regime=flnpf", "arch.dense=[8]", "seeds=[0,1]", f"data.root={tiny_root}",
+             f"out_root={tmp_path}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "plan: 2 job(s)" in p.stdout and "relu seeds 0,1" in p.stdout and "net-steps left" in p.stdout
+    assert not list(tmp_path.rglob("results.json"))
+    m = _run("-m", "--dry-run", "seed=0,1", "arch.dense=[8]", f"data.root={tiny_root}", f"out_root={tmp_path}")
+    assert m.returncode == 0 and "sweep of 2 jobs" in m.stdout
+    assert not list(tmp_path.rglob("results.json"))
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_job_fails_exits_non_zero(tmp_path):
+    good = write_tiny_data(tmp_path / "good")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "mnist.npz").write_bytes(b"not an npz file")  # present (the plan passes), unreadable (the job fails)
+    p = _run("-m", f"data.root={bad},{good}", "arch.dense=[8]", "epochs=1", "progress=false", f"out_root={tmp_path}/o")
+    assert p.returncode == 1, p.stderr[-2000:]
+    summary = next((tmp_path / "o" / "sweeps").glob("*.summary.txt")).read_text()
+    assert "2 runs: 1 completed" in summary and "1 failed" in summary
