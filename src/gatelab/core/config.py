@@ -272,8 +272,13 @@ def register() -> None:
 
 def validate(cfg: Any) -> None:
     """Reject configurations that make no sense, with a message naming the key. No file I/O: the
-    data and an FLNPF source are checked where they are loaded, before any training."""
-    ds, arch, reg, opt = cfg.dataset, cfg.arch, cfg.regime, cfg.optimizer
+    data and an FLNPF source are checked by the plan (:mod:`gatelab.launch.plan`), before any training."""
+    for check in (_check_dataset, _check_routing, _check_network, _check_training):
+        check(cfg)
+
+
+def _check_dataset(cfg: Any) -> None:
+    ds, arch = cfg.dataset, cfg.arch
     if ds.task == Task.binary and (ds.classes is None or len(ds.classes) != 2):
         raise ConfigError("dataset.task=binary needs dataset.classes=[neg,pos]")
     for key in ("limit_train", "limit_test"):
@@ -290,6 +295,10 @@ def validate(cfg: Any) -> None:
             raise ConfigError(f"dataset.class_groups={plain_list(groups)} lists a class twice")
     if arch.get("init") == Init.gaussian and not (arch.get("init_std") or 0) > 0:
         raise ConfigError("arch.init=gaussian needs arch.init_std > 0 (the weights' standard deviation)")
+
+
+def _check_routing(cfg: Any) -> None:
+    ds, arch, reg = cfg.dataset, cfg.arch, cfg.regime
     routing = ds.get("routing")
     if (arch.name == "routing") != (routing is not None):
         raise ConfigError("arch=routing and a routing task (dataset.routing, e.g. dataset=routing_mnist_perm) "
@@ -311,6 +320,10 @@ def validate(cfg: Any) -> None:
             raise ConfigError("output_perms=lexicographic gives distinct label maps for M <= 120 only")
     elif reg.gate == Gate.leaky:
         raise ConfigError("regime.gate=leaky is for arch=routing")
+
+
+def _check_network(cfg: Any) -> None:
+    arch, reg = cfg.arch, cfg.regime
     if not arch.conv_channels and not arch.dense:
         raise ConfigError("arch needs at least one hidden layer (conv_channels or dense)")
     if any(w <= 0 for w in list(arch.conv_channels) + list(arch.dense)):
@@ -333,6 +346,10 @@ def validate(cfg: Any) -> None:
                           "set regime.source=<ReLU run dir, checkpoint .pt, or auto>")
     if reg.source and reg.feature_init != FeatureInit.source:
         raise ConfigError(f"regime.source is only used by regimes with feature_init=source, not {reg.name}")
+
+
+def _check_training(cfg: Any) -> None:
+    arch, reg, opt = cfg.arch, cfg.regime, cfg.optimizer
     if not opt.lr > 0:
         raise ConfigError(f"optimizer.lr must be > 0, got {opt.lr}")
     if opt.batch_size <= 0:

@@ -253,6 +253,19 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
         out.append(f"| {std:g} | {n} | {line.epochs} | {math.ceil(n / 4)} | {_pm(line.acc_train, None)} | "
                    f"{_pm(line.acc_test, None)} | {_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | "
                    f"{_pm(line.half_step, None, 0)} |")
+    out += _stable_md(stable, main) + _checks_md(df)
+    out += ["", "## Provenance", *report.provenance(runs, command, [
+        f"d={DEFAULT['d']}, normalize={DEFAULT['normalize']}, epochs {report.joined(main.epochs)}, "
+        f"seeds per cell {report.joined(main.n)}"])]
+    excluded = [(f"σ₀={line.sigma0:g} N={line.N}", line.excluded) for _, line in df.drop_duplicates(
+        ["sigma0", "N", "normalize", "epochs", "d"]).iterrows() if line.excluded]
+    out += report.not_counted(excluded, bad)
+    return "\n".join(out) + "\n"
+
+
+def _stable_md(stable: Optional[dict], main: pd.DataFrame) -> list[str]:
+    """Appendix D's stable-cell count beside k at τ=0.99 (σ₀=1e-5)."""
+    out: list[str] = []
     if stable:
         out += ["", "Stable cells of the training set (Appendix D, Algorithm 1, 1000 probes; both alignments of the "
                 "outgoing weights) beside the clusters k at τ=0.99 (σ₀=1e-5):", "",
@@ -260,6 +273,12 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
         for n, (a, b) in sorted(stable.items()):
             k = main[(main.N == n) & (main.sigma0 == 1e-5) & (main.tau == 0.99)].k_mean
             out.append(f"| {n} | {a} / {b} | {_pm(k.iloc[0], None) if len(k) else '—'} |")
+    return out
+
+
+def _checks_md(df: pd.DataFrame) -> list[str]:
+    """The checks on the cell N=200, σ₀=1e-5: input scale and length."""
+    out: list[str] = []
     checks = df[(df.sigma0 == 1e-5) & (df.N == 200) & (df.d == DEFAULT["d"]) & ~df.main]
     if len(checks):
         out += ["", "## Checks on the cell N=200, σ₀=1e-5 (inputs and length)", "",
@@ -271,13 +290,7 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
             ks = [_pm(c.k_mean, c.k_std0, n=c.n) for _, c in cell.sort_values("tau").iterrows()]
             out.append(f"| {norm} | {ep} | {int(line.n)} | {line.acc_train:.1f} | {line.acc_test:.1f} | "
                        f"{_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | " + " | ".join(ks) + " |")
-    out += ["", "## Provenance", *report.provenance(runs, command, [
-        f"d={DEFAULT['d']}, normalize={DEFAULT['normalize']}, epochs {report.joined(main.epochs)}, "
-        f"seeds per cell {report.joined(main.n)}"])]
-    excluded = [(f"σ₀={line.sigma0:g} N={line.N}", line.excluded) for _, line in df.drop_duplicates(
-        ["sigma0", "N", "normalize", "epochs", "d"]).iterrows() if line.excluded]
-    out += report.not_counted(excluded, bad)
-    return "\n".join(out) + "\n"
+    return out
 
 
 def write_table1(runs_dir: Path, out: Path, command: str = "", root: Optional[str] = None,

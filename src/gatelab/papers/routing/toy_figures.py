@@ -79,6 +79,13 @@ def figures(out_dir, res: Optional[dict] = None) -> dict:
     ax.legend()
     save(fig, pd.DataFrame({"step": xo["t"], "theory": xo["theory"], "relu_mean": xo["relu"].mean(1)}), out, "fig3_xor")
 
+    _figure4(res, out, plt, save, pd)
+    _figures5_6(res, out, plt, save, pd)
+    return summary(res)
+
+
+def _figure4(res: dict, out: Path, plt, save, pd) -> None:
+    """Fig 4e-f: the decoupled and random-init simulations against eqs 44-46."""
     d, r = res["decoupled"], res["random"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
     a1.plot(r["loss_sim"], color="r", lw=0.5)
@@ -94,6 +101,9 @@ def figures(out_dir, res: Optional[dict] = None) -> dict:
     save(fig, pd.DataFrame({"step": np.arange(len(d["loss_sim"])), "decoupled": d["loss_sim"],
                             "theory": d["loss_pred"], "random_mean": r["loss_sim"].mean(1)}), out, "fig4_routing")
 
+
+def _figures5_6(res: dict, out: Path, plt, save, pd) -> None:
+    """Fig 5b (pathway race), 5c (K sweep) and 6 (initial scale)."""
     race = res["race"]
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     df = {"t": race["t"]}
@@ -127,4 +137,3 @@ def figures(out_dir, res: Optional[dict] = None) -> dict:
         ax.set(title=f"Fig 6c σ₀={ini['sigma0'][i]:.2f}", xticks=[], yticks=[])
     save(fig, pd.DataFrame({"sigma0": ini["sigma0"], "trained": ini["trained_err"], "untrained": ini["untrained_err"],
                             "similarity": ini["similarity"]}), out, "fig6_init_scale")
-    return summary(res)
