@@ -7,6 +7,7 @@ checked before anything trains; ``--dry-run`` prints it. Each run writes ``resul
 unfinished one resumes. Sweep with ``-m``. See README.md.
 """
 import logging
+import shutil
 import sys
 from pathlib import Path
 
@@ -42,10 +43,12 @@ def main(cfg: DictConfig):
         if multirun:  # the sweep checked every job before the first started: only a race gets here
             record(cfg.out_root, Path(cfg.out_root), "failed", f"{type(e).__name__}: {e}")
             return None
+        _remove_hydra_only_dir(Path(hc.runtime.output_dir), Path(cfg.out_root))
         sys.exit(2)
     if cfg.dry_run:
-        print(plan.describe(jobs))
+        print(plan.banner(jobs))
         return None
+    log.info("%s", plan.banner(jobs))
     try:
         results = plan.execute(jobs)
     except KeyboardInterrupt:
@@ -63,6 +66,20 @@ def main(cfg: DictConfig):
         record(cfg.out_root, Path(d), outcome_of(res))
         log.info("%s: status %s, best test acc %s (epoch %s)", d, res["status"], res["best_test_acc"], res["best_epoch"])
     return {d: res["best_test_acc"] for d, res in results.items()}
+
+
+def _remove_hydra_only_dir(directory: Path, out_root: Path) -> None:
+    """A rejected command leaves no run directory: remove Hydra's output directory when it holds only
+    Hydra's own files (.hydra/, run.log), and the parents it emptied, up to ``out_root``."""
+    if not directory.is_dir() or any(p.name not in (".hydra", "run.log") for p in directory.iterdir()):
+        return
+    shutil.rmtree(directory)
+    for parent in directory.parents:
+        if parent == out_root or not parent.is_relative_to(out_root) or any(parent.iterdir()):
+            break
+        parent.rmdir()
+    if out_root.is_dir() and not any(out_root.iterdir()):
+        out_root.rmdir()
 
 
 def _argv_dry_run(argv: list[str]) -> list[str]:

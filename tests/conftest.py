@@ -1,6 +1,10 @@
 """Shared fixtures: tiny datasets written in the real cache format, and composed configs."""
 from __future__ import annotations
 
+import os as _os
+
+_os.environ["GATELAB_STRICT_FIGURES"] = "1"  # every figure a test renders must have no overlapping text
+
 from pathlib import Path
 
 import numpy as np
@@ -80,3 +84,27 @@ def reassociation_tol(reference, steps: int, factor: float = 16.0) -> float:
     eps = max(torch.finfo(t.dtype).eps for t in tensors)
     magnitude = max(float(t.abs().max()) for t in tensors)
     return factor * steps * eps * max(magnitude, 1e-3)
+
+
+def strip_seconds(history):
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
+def same_run(a, b):
+    """Two run directories hold the same completed run: history, best epoch, final weights and
+    data-order RNG, bit for bit; returns both results."""
+    import json
+
+    import torch
+
+    from gatelab.core import checkpoints
+    ra, rb = (json.loads((Path(d) / "results.json").read_text()) for d in (a, b))
+    assert ra["status"] == rb["status"] == "completed"
+    assert strip_seconds(ra["history"]) == strip_seconds(rb["history"])
+    assert (ra["best_test_acc"], ra["best_epoch"]) == (rb["best_test_acc"], rb["best_epoch"])
+    wa, wb = (checkpoints.load(Path(d) / "ckpt" / "last.pt") for d in (a, b))
+    assert wa["model"].keys() == wb["model"].keys()
+    for k in wa["model"]:
+        assert torch.equal(wa["model"][k], wb["model"][k]), (a, k)
+    assert torch.equal(wa["shuffle_rng"], wb["shuffle_rng"])
+    return ra, rb

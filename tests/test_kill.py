@@ -11,9 +11,8 @@ import sys
 import time
 
 import pytest
-import torch
 
-from conftest import ROOT, TINY_ARCH, make_cfg, write_tiny_data
+from conftest import ROOT, TINY_ARCH, make_cfg, same_run, strip_seconds, write_tiny_data
 from gatelab.core import checkpoints
 from gatelab.core.runs import seed_run_dirs
 from gatelab.training import loop as train_mod
@@ -21,20 +20,11 @@ from gatelab.training.loop import train, train_seeds
 from gatelab.training.rows import train_row
 
 
-def _strip(history):
-    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+_strip = strip_seconds
 
 
 def _same(a, b):
-    """Two run directories hold the same run: history, best epoch, final weights, data-order RNG."""
-    ra, rb = (json.loads((d / "results.json").read_text()) for d in (a, b))
-    assert ra["status"] == rb["status"] == "completed"
-    assert _strip(ra["history"]) == _strip(rb["history"])
-    assert (ra["best_test_acc"], ra["best_epoch"]) == (rb["best_test_acc"], rb["best_epoch"])
-    wa, wb = (checkpoints.load(d / "ckpt" / "last.pt") for d in (a, b))
-    assert all(torch.equal(wa["model"][k], wb["model"][k]) for k in wa["model"]), a
-    assert torch.equal(wa["shuffle_rng"], wb["shuffle_rng"])
-    return rb
+    return same_run(a, b)[1]
 
 
 class _Killed(Exception):
@@ -80,7 +70,7 @@ def test_a_row_killed_between_its_nets_writes_resumes_bit_identical(tiny_root, t
     """The case #22 measured at 1.3e-2: a row with per-net SGD step sizes, cut after the first net's write."""
     over = ["arch=fc", *TINY_ARCH["fc"], "optimizer=sgd", "epochs=3", "regimes=[relu]", "lrs=[0.1,0.01]",
             "seeds=[0,1]", "checkpoint_minutes=0"]
-    whole = train_row(make_cfg([*over, f"out_root={tmp_path / 'whole'}"], tiny_root))
+    train_row(make_cfg([*over, f"out_root={tmp_path / 'whole'}"], tiny_root))
     restore = _kill_after_writes(monkeypatch, 5)  # 4 nets: net 0 of epoch 2 written, nets 1-3 still at epoch 1
     with pytest.raises(_Killed):
         train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))

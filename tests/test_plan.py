@@ -94,3 +94,22 @@ def test_a_sweep_whose_job_fails_exits_non_zero(tmp_path):
     assert p.returncode == 1, p.stderr[-2000:]
     summary = next((tmp_path / "o" / "sweeps").glob("*.summary.txt")).read_text()
     assert "2 runs: 1 completed" in summary and "1 failed" in summary
+
+
+def test_sweep_waves_put_prerequisites_first_once_each(tiny_root, tmp_path):
+    """The SLURM launcher's waves: FLNPF seeds 0,1 and ReLU seed 0 -> wave 1 the two ReLU runs
+    (seed 0 once, though both the sweep and FLNPF seed 0 ask for it), wave 2 the FLNPF runs; every job
+    refuses to train a prerequisite itself."""
+    from conftest import make_cfg as load_with
+    base = ["arch.dense=[8]", "epochs=1", f"data.root={tiny_root}", f"out_root={tmp_path}"]
+    sweep = [[*base, "regime=flnpf", "seed=0"], [*base, "regime=flnpf", "seed=1"], [*base, "regime=relu", "seed=0"]]
+    w = plan.waves(sweep, lambda o: load_with(o))
+    assert [len(x) for x in w] == [2, 2]
+    assert all("regime=relu" in o for o in w[0]) and all("regime=flnpf" in o for o in w[1])
+    assert all(o[-1] == "train_prerequisites=false" for x in w for o in x)
+    with pytest.raises(ConfigError, match="relu seeds 1 is not completed"):
+        plan.build(load_with(w[1][1]))
+    imp = [*base, "+experiment=race", "dataset=mnist", "dataset.limit_train=64", "imp.sparsity=0.5", "imp.round=2"]
+    chain = plan.waves([imp], lambda o: load_with(o))
+    assert [x[0][-3:-1] for x in chain] == [["imp.sparsity=null", "imp.round=0"], ["imp.sparsity=0.5", "imp.round=1"],
+                                           ["imp.sparsity=0.5", "imp.round=2"]]

@@ -232,6 +232,15 @@ def test_race_figures_are_written_with_their_data(race_runs, tmp_path):
     assert table["pruned@0.2"].isna().all()  # no 20% IMP runs
     out = races.figure3(found, None, tmp_path)
     assert set(out.panel) == {"3a"} and (tmp_path / "figure3.png").is_file()  # 3b: d=300 cells only
+    import shutil
+    grid = tmp_path / "grid"  # the runs as the paper's cell σ₀=1e-5, N=200, which Figs 1, 4, 5 draw
+    shutil.copytree(runs_dir, grid)
+    for p in grid.rglob("results.json"):
+        r = json.loads(p.read_text())
+        r["config"]["arch"]["init_std"], r["config"]["dataset"]["limit_train"] = 1e-5, 200
+        p.write_text(json.dumps(r))
+    races.figures(grid, tmp_path / "all")  # every figure of `make races-report` (no text over other axes)
+    assert sorted(p.name for p in (tmp_path / "all").glob("*.png")) == ["figure3.png", "figure4.png"]  # 1, 5: d=300 runs only
     for _, line in out.iterrows():
         run = next(f for f in found if f.imp is None and f.seed == line.seed)
         labels = neurons.clusters(neurons.total_weights(races.net_at(run, "last.pt")), 0.95)

@@ -1,4 +1,4 @@
-"""Regime semantics (paper 001 §4, SPEC.md): what is frozen, what is copied, what is independent."""
+"""Regime semantics (paper 001 §4, docs/papers.md): what is frozen, what is copied, what is independent."""
 import copy
 
 import pytest

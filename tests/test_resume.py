@@ -9,27 +9,13 @@ import time
 import pytest
 import torch
 
-from conftest import ROOT, make_cfg, write_tiny_data
+from conftest import ROOT, make_cfg, same_run, strip_seconds, write_tiny_data
 from gatelab.core import checkpoints
 from gatelab.training import loop as train_mod
 from gatelab.training.loop import train
 
 
-def _strip(history):
-    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
-
-
-def _same_run(a, b):
-    ra, rb = (json.loads((d / "results.json").read_text()) for d in (a, b))
-    assert ra["status"] == rb["status"] == "completed"
-    assert _strip(ra["history"]) == _strip(rb["history"])
-    assert (ra["best_test_acc"], ra["best_epoch"]) == (rb["best_test_acc"], rb["best_epoch"])
-    wa, wb = (checkpoints.load(d / "ckpt" / "last.pt") for d in (a, b))
-    assert wa["model"].keys() == wb["model"].keys()
-    for k in wa["model"]:
-        assert torch.equal(wa["model"][k], wb["model"][k]), k
-    assert torch.equal(wa["shuffle_rng"], wb["shuffle_rng"])
-    return ra, rb
+_strip, _same_run = strip_seconds, same_run
 
 
 def _cut_at_evaluation(monkeypatch, n: int, cfg, run_dir) -> None:

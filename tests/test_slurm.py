@@ -157,8 +157,14 @@ def test_a_job_at_its_time_limit_is_requeued_by_submitit_and_completes(cluster, 
     50 s in (its timer is coarse), submitit's checkpoint hook requeues it, and it resumes;
     the requeues are counted in SLURM's Restarts. Under load the first signal can come before the
     first epoch is on disk, so the requeued job is released from the start, not after an epoch."""
+    # Deterministic: each instance lives 20-60 s and keeps its progress (a group checkpoint every
+    # 3 s inside an epoch, every epoch at its end), and the requeue budget (30) exceeds the instances a
+    # 55 s run can need on any machine that starts a job in under 15 s. With 10 requeues and epoch
+    # checkpoints only, a slow start-up left instances no time to finish an epoch: 10 requeues
+    # without progress, then TIMEOUT, and the run was recorded failed.
     sweep = _start_sweep(cluster, tmp_path / "slurm", 110, "hydra.launcher.timeout_min=1",
-                         "hydra.launcher.signal_delay_s=40")
+                         "hydra.launcher.signal_delay_s=40", "hydra.launcher.max_num_timeout=30",
+                         "checkpoint_minutes=0.05")
     deadline = time.time() + 120
     jobs = []
     while not jobs and time.time() < deadline and sweep.poll() is None:
@@ -199,7 +205,7 @@ def test_a_cancelled_job_is_reported_with_its_reason_and_a_rerun_finishes_it(clu
     (seed1_job,) = [j for j in jobs if j.endswith("_1")]  # array task 1 is the second override: seed=1
     subprocess.run(["scancel", seed1_job], check=True, env=cluster)
     out, _ = sweep.communicate(timeout=300)
-    assert sweep.returncode == 0, out
+    assert sweep.returncode == 1, out  # a sweep with a failed job fails
     summary = out[out.index("sweep summary"):]
     assert "2 runs: 1 completed, 0 resumed, 0 skipped, 0 diverged, 1 failed" in summary
     assert "seed=1" in summary and f"SLURM job {seed1_job} ended without a result: CANCELLED" in summary, summary
@@ -207,3 +213,18 @@ def test_a_cancelled_job_is_reported_with_its_reason_and_a_rerun_finishes_it(clu
     again = _run(args, cluster)
     assert "2 runs: 0 completed, 1 resumed, 1 skipped, 0 diverged, 0 failed" in _summary(again.stdout + again.stderr)
     print(f"cancel, rerun: {_summary(again.stdout + again.stderr)}")
+
+
+def test_a_prerequisite_is_an_earlier_wave_not_training_hidden_in_a_job(cluster, tmp_path):
+    """FLNPF seeds 0 and 1 on SLURM: their ReLU sources run as jobs of a first wave (launched with
+    train_prerequisites=false, as every job of the sweep), the FLNPF jobs in a second wave after it."""
+    p = _run(["-m", "hydra/launcher=cluster", *FITS, "arch.dense=[16]", "threads=1", "progress=false",
+              "regime=flnpf", "seed=0,1", "epochs=2", f"out_root={tmp_path}"], cluster)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    runs = {r.parent.parent.name + "/" + r.parent.name[:5]: json.loads(r.read_text())
+            for r in tmp_path.glob("runs/*/*/seed?-*/results.json")}
+    assert sorted(runs) == ["flnpf/seed0", "flnpf/seed1", "relu/seed0", "relu/seed1"]
+    assert all(r["status"] == "completed" and r["config"]["train_prerequisites"] is False for r in runs.values())
+    for s in (0, 1):  # each FLNPF run started after its source had finished
+        assert runs[f"relu/seed{s}"]["finished_at"] <= runs[f"flnpf/seed{s}"]["finished_at"]
+    assert "4 runs: 4 completed" in _summary(p.stdout + p.stderr)

@@ -183,7 +183,7 @@ class ArchConfig:
 
 @dataclass
 class RegimeConfig:
-    """A DGN regime (paper 001 §4, SPEC.md regimes table). See :mod:`gatelab.nets.regimes`."""
+    """A DGN regime (paper 001 §4, the regimes table of docs/papers.md). See :mod:`gatelab.nets.regimes`."""
 
     name: str = MISSING
     tied: bool = False  # Θf ≡ Θv: one ordinary network (ReLU / soft-ReLU)
@@ -263,6 +263,7 @@ class Config:
     run_dir: Optional[str] = None  # explicit run directory; None -> Hydra's output dir
     force: bool = False  # rerun even if the run directory holds a completed results.json
     dry_run: bool = False  # print the plan (jobs, prerequisites, run directories, cost) and train nothing
+    train_prerequisites: bool = True  # false: a missing prerequisite is an error (SLURM waves train them)
 
 
 def register() -> None:

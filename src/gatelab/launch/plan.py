@@ -43,6 +43,7 @@ class Job:
     stacks: list[list[tuple[object, Path]]]
     needs: list[str] = field(default_factory=list)  # names of the jobs that must finish first
     features: Optional[object] = None  # a config whose backbone feature cache this job fills (no training)
+    delta: list[str] = field(default_factory=list)  # overrides that turn the command into this job
 
     @property
     def entries(self) -> list[tuple[object, Path]]:
@@ -58,14 +59,15 @@ def _name(cfgs: list) -> str:
     return f"{c.dataset.name}-{c.arch.name}-{c.optimizer.name}-lr{lrs}/{regs} seeds {seeds}"
 
 
-def _prerequisite(c) -> tuple[Optional[object], str]:
-    """(config, what) of the run that run ``c`` is made from, or (None, '')."""
+def _prerequisite(c) -> tuple[Optional[object], list[str]]:
+    """(config, overrides) of the run that run ``c`` is made from, or (None, []): the overrides
+    turn ``c``'s command into the prerequisite's (a SLURM wave launches it with them)."""
     if regimes.needs_source(c) and c.regime.source == "auto":
-        return regimes.relu_twin(c), "its ReLU source run"
+        return regimes.relu_twin(c), ["regime=relu"]
     if pruning.active(c):
         r = c.imp.round - 1
-        return pruning.parent(c), f"IMP round {r}" if r else "the dense run (IMP round 0)"
-    return None, ""
+        return pruning.parent(c), [f"imp.round={r}"] if r else ["imp.sparsity=null", "imp.round=0"]
+    return None, []
 
 
 def _entries(cfg) -> list[list[tuple[object, Path]]]:
@@ -74,6 +76,8 @@ def _entries(cfg) -> list[list[tuple[object, Path]]]:
         return [[(c, run_dir(c)) for _, c in group] for group in rows.row_groups(cfg)]
     base = job_config(cfg)
     seeds = [int(s) for s in cfg.seeds] if cfg.seeds else [int(cfg.seed)]
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds={seeds} lists a seed more than once: the same run would train twice")
     cfgs = [OmegaConf.merge(base, {"seed": s, "seeds": None}) for s in seeds]
     if cfg.seeds and not cfg.stack_seeds:
         return [[(c, run_dir(c))] for c in cfgs]
@@ -96,13 +100,16 @@ def _add(job: Job, jobs: dict) -> str:
     job.name = job.name or _name(cfgs)
     own = {str(d) for _, d in job.entries}
     planned = own | {str(d) for j in jobs.values() for _, d in j.entries}
-    missing = []
+    missing, delta = [], []
     for c in cfgs:
-        first, what = _prerequisite(c)
+        first, delta = _prerequisite(c)
         if first is not None and str(run_dir(first)) not in planned and not _completed(run_dir(first)):
-            missing.append((first, what))
+            missing.append(first)
     if missing:
-        prereq = Job("", [[(c, run_dir(c)) for c, _ in missing]])
+        if not cfgs[0].get("train_prerequisites", True):
+            raise ConfigError(f"{_name(missing)} is not completed; this job runs after it (a SLURM wave before "
+                              "this one trains it) and does not train it itself")
+        prereq = Job("", [[(c, run_dir(c)) for c in missing]], delta=job.delta + delta)
         job.needs.append(_add(prereq, jobs))
     features = next((c for c in cfgs if (c.dataset.get("routing") or {}).get("features")), None)
     if features is not None:
@@ -181,6 +188,19 @@ def describe(jobs: list[Job]) -> str:
     return "\n".join(lines)
 
 
+def banner(jobs: list[Job]) -> str:
+    """What a command is about to do, before it trains: what trains (dataset, arch, regime,
+    optimiser, step size, seeds), where, on which device and precision, its prerequisites and cost."""
+    c = next((c for j in jobs for c, _ in j.entries), None)
+    if c is None:
+        return describe(jobs)
+    device = str(c.device)
+    if device == "auto":
+        device = "auto (cuda)" if torch.cuda.is_available() else "auto (cpu)"
+    precision = "bf16" if c.amp else str(c.get("precision") or "fp32")
+    return f"gatelab: device {device}, precision {precision}, out_root {c.out_root}\n" + describe(jobs)
+
+
 def execute(jobs: list[Job]) -> dict[str, dict]:
     """Train the jobs in order; {run directory: results}. A prerequisite that does not complete stops
     the jobs that need it (recorded as failed, with the reason)."""
@@ -204,6 +224,44 @@ def execute(jobs: list[Job]) -> dict[str, dict]:
         if bad:
             failed[job.name] = ", ".join(f"{d}: {s}" for d, s in bad.items())
     return out
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def with_overrides(base: list[str], extra: list[str]) -> list[str]:
+    """``base`` with ``extra`` applied: an override of the same key is replaced (a row's
+    ``regimes=[...]`` becomes ``regimes=[relu]`` for a ReLU source)."""
+    out = list(base)
+    for e in extra:
+        k = _key(e)
+        if k == "regime" and any(_key(o) == "regimes" for o in out):
+            e, k = "regimes=[" + e.split("=", 1)[1] + "]", "regimes"
+        out = [o for o in out if _key(o) != k] + [e]
+    return out
+
+
+def waves(job_overrides: list[list[str]], load) -> list[list[list[str]]]:
+    """The jobs of a sweep in waves, prerequisites first: each wave runs after the one before has
+    ended (a SLURM job dependency); a prerequisite that several jobs share runs once. ``load``
+    composes a job's config from its overrides. Every job gets ``train_prerequisites=false``: it
+    finds its prerequisites done, or fails saying which, instead of training them hidden inside."""
+    level: dict[frozenset, int] = {}
+    launch: dict[frozenset, list[str]] = {}
+    for overrides in job_overrides:
+        jobs = build(load(list(overrides)))
+        depth: dict[str, int] = {}
+        for j in jobs:
+            depth[j.name] = 1 + max((depth[n] for n in j.needs), default=-1)
+            if j.features is None:
+                runs = frozenset(str(d) for _, d in j.entries)  # the same runs: the same job, once
+                launch.setdefault(runs, with_overrides(list(overrides), j.delta))
+                level[runs] = max(level.get(runs, 0), depth[j.name])
+    out: list[list[list[str]]] = [[] for _ in range(1 + max(level.values(), default=0))]
+    for runs, lv in level.items():
+        out[lv].append([*launch[runs], "train_prerequisites=false"])
+    return [w for w in out if w]
 
 
 def run(cfg) -> dict[str, dict]:

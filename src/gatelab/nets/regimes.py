@@ -1,7 +1,7 @@
 """Regimes of a deep gated network: what the feature network Θf is, how it starts, what trains.
 
 A regime is the config ``conf/regime/<name>.yaml`` (schema :class:`gatelab.core.config.RegimeConfig`);
-this module turns it into a model. Paper 001 §4 / SPEC.md:
+this module turns it into a model. Paper 001 §4 (docs/papers.md):
 
 =========  ===========  =====================================  ===========  ======
 regime     Θf trains    Θf at init                             Θv at init   gate

@@ -2,6 +2,7 @@
 with a ``PROVENANCE.md`` line (command, commit, dates, device, scale) beside it."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,11 +16,43 @@ import pandas as pd  # noqa: E402
 from gatelab.core.results import device_name, git_commit  # noqa: E402
 
 
+STRICT = "GATELAB_STRICT_FIGURES"  # set (the test suite does): a figure with overlapping text is an error
+
+
+def overlaps(fig) -> list[str]:
+    """Text of one axes (title, axis labels, tick labels) drawn over another axes (a colour bar
+    included): what a reader sees as clutter. Empty when the layout is clean."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(ax, ax.get_window_extent(renderer)) for ax in fig.axes if ax.get_visible()]
+    found = []
+    for ax, _ in boxes:
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels()]
+        for t in texts:
+            if not (t.get_visible() and t.get_text()):
+                continue
+            tb = t.get_window_extent(renderer)
+            for other, ob in boxes:
+                if other is not ax and tb.overlaps(ob):
+                    found.append(f"{t.get_text()!r} of axes {ax.get_title() or ax.get_label()!r} overlaps axes "
+                                 f"{other.get_title() or other.get_label() or 'colour bar'!r}")
+    return found
+
+
 def save(fig, df: pd.DataFrame, out: Path, name: str) -> None:
-    """``<out>/<name>.{png,pdf,csv}``; the PDF carries no creation date, so it is reproducible."""
+    """``<out>/<name>.{png,pdf,csv}``; the PDF carries no creation date, so it is reproducible. A
+    figure whose text overlaps another axes is reported (an error under ``$GATELAB_STRICT_FIGURES``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # constrained layouts (colour bars) place themselves
+        fig.tight_layout()
+    clutter = overlaps(fig)
+    if clutter:
+        message = f"{name}: " + "; ".join(clutter[:3]) + (f" (+{len(clutter) - 3} more)" if len(clutter) > 3 else "")
+        if os.environ.get(STRICT):
+            plt.close(fig)
+            raise ValueError(message)
+        print(f"warning: {message}", file=sys.stderr)
     fig.savefig(out / f"{name}.png", dpi=130)
     fig.savefig(out / f"{name}.pdf", metadata={"CreationDate": None})
     plt.close(fig)

@@ -223,12 +223,15 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
     # Speed options (off by default): bf16 autocast; torch.compile of the forward pass.
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(cfg.amp) or cfg.get("precision") == "bf16")
+    per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
+    job_bar = tqdm(total=(cfg.epochs - done) * per_epoch - skip, desc=f"{len(runs)} net(s), epochs {done + 1}-"
+                   f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0)
     try:
         if (done, skip) == (0, 0) and 0 in (cfg.get("checkpoint_steps") or []):
             saver.snapshot(0, 0)
         for epoch in range(done + 1, cfg.epochs + 1):
             partial = [r.last["partial"] for r in runs] if skip else None
-            m, seconds = _epoch(cfg, forward, model, opt, data, gens, autocast, epoch, skip, partial, saver)
+            m, seconds = _epoch(cfg, forward, model, opt, data, gens, autocast, epoch, skip, partial, saver, job_bar)
             skip = 0
             for s, r in enumerate(runs):  # each run records its epoch; checkpoints on the writer's thread
                 if r.active:
@@ -238,10 +241,11 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
             if not any(r.active for r in runs):
                 break
     finally:
+        job_bar.close()
         saver.writer.close()
 
 
-def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int, partial, saver):
+def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int, partial, saver, job_bar):
     """One epoch (from step ``skip + 1`` with the sums of ``partial`` when resumed inside it), then the
     evaluation; the epoch's one host sync brings the metrics back. Returns (per-net metrics, seconds)."""
     t0, S, device = time.time(), len(gens), data.train.x.device
@@ -256,6 +260,7 @@ def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int
     base, steps = (epoch - 1) * per_epoch, set(cfg.get("checkpoint_steps") or [])
 
     def after_step(i: int) -> None:
+        job_bar.update(1)  # the whole job's bar: its ETA covers every epoch left
         if base + i in steps:
             saver.snapshot(base + i, epoch)
         if i < per_epoch and saver.due():
@@ -283,7 +288,8 @@ def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=
     bs = cfg.optimizer.batch_size
     total = math.ceil(len(data.train) / bs)
     bar = tqdm(data.train.stacked_batches(bs, gens, skip), total=total, initial=skip,
-               desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0)
+               desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0,
+               position=1)
     for i, (xb, yb) in enumerate(bar, skip + 1):
         with autocast:
             loss, c = objective(forward(xb).float(), yb, data.task)

@@ -18,7 +18,7 @@ from gatelab.launch.runner import ensure_run, examples, model_at
 
 CNTK_GCONV = 77.43  # Arora et al. 2019, as quoted in paper 001 §6.2
 
-# Scales: "paper" follows SPEC.md; "quick" fits a 2-core CPU in minutes.
+# Scales: "paper" follows the paper (docs/papers.md); "quick" fits a 2-core CPU in minutes.
 SCALES = {
     "paper": {"left": dict(relu_epochs=60, stages=[10, 20, 30, 40, 50, 60], flnpf_epochs=80, data=[]),
               "middle": dict(epochs=30, data=[]), "right": dict(epochs=30, data=[])},

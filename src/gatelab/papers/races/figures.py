@@ -180,7 +180,7 @@ def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
         stats.append(line)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     cols = max(1, len(frames))
-    fig4, ax4 = plt.subplots(2, cols, figsize=(4 * cols, 7), squeeze=False)
+    fig4, ax4 = plt.subplots(2, cols, figsize=(4 * cols, 7), squeeze=False, layout="constrained")
     for j, df in enumerate(frames):
         head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}"
         for i, (when, t) in enumerate((("0", 0), ("early", df.early_step.iloc[0]))):

@@ -1,0 +1,85 @@
+"""What a new user meets (issue #20): the design card's command, the start banner, a second copy
+of a running command, clean errors that leave nothing behind, and `--help`."""
+import fcntl
+import logging
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import ROOT, make_cfg
+from gatelab.core.config import ConfigError
+from gatelab.launch import plan
+from gatelab.training.loop import locked
+
+
+@pytest.mark.parametrize("arch", ["gconv", "vconv"])
+def test_the_conv_nets_default_to_cifar10_unless_a_dataset_is_given(arch):
+    assert make_cfg([f"arch={arch}"]).dataset.name == "cifar10"
+    assert make_cfg([f"arch={arch}", "dataset=mnist"]).dataset.name == "mnist"
+    assert make_cfg(["arch=fc"]).dataset.name == "mnist"
+
+
+def test_the_banner_says_what_trains_where_and_its_prerequisites(tiny_root, tmp_path):
+    text = plan.banner(plan.build(make_cfg(["regime=flnpf", "arch=gconv", f"out_root={tmp_path}"], tiny_root)))
+    assert text.startswith("gatelab: device cpu, precision fp32, out_root ")
+    assert "1. cifar10-gconv-adam-lr0.0003/relu seeds 0" in text and "(after: cifar10-gconv-adam" in text
+    assert "net-steps left" in text
+
+
+def test_seeds_listing_a_seed_twice_is_refused(tiny_root):
+    with pytest.raises(ConfigError, match="lists a seed more than once"):
+        plan.build(make_cfg(["seeds=[0,0]"], tiny_root))
+
+
+def test_a_second_copy_says_whose_run_it_waits_for(tmp_path, caplog):
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(run / ".lock", "w") as held:
+        held.write("pid 4242 on elsewhere\n")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX)
+        entered = threading.Event()
+
+        def second():
+            with locked([run]):
+                entered.set()
+        with caplog.at_level(logging.INFO, logger="gatelab"):
+            t = threading.Thread(target=second)
+            t.start()
+            t.join(1.0)
+            assert not entered.is_set()  # it waits ...
+            fcntl.flock(held, fcntl.LOCK_UN)
+            t.join(10)
+    assert entered.is_set()  # ... until the holder lets go
+    assert f"waiting for {run}: it is training in pid 4242 on elsewhere" in caplog.text
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bad", ["optimizer.lr=-1", "epochs=0", "device=cuda", "seeds=[0,0]"])
+def test_a_rejected_command_fails_in_one_line_and_leaves_no_run_directory(tiny_root, tmp_path, bad):
+    if bad == "device=cuda":
+        pytest.importorskip("torch")
+        import torch
+        if torch.cuda.is_available():
+            pytest.skip("this machine has CUDA")
+    p = _run(bad, f"data.root={tiny_root}", f"out_root={tmp_path / 'out'}")
+    out = p.stdout + p.stderr
+    assert p.returncode == 2 and "Traceback" not in out, out[-2000:]
+    assert len([line for line in out.splitlines() if "ERROR" in line]) == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_help_lists_the_groups_the_keys_and_examples():
+    p = _run("--help")
+    assert p.returncode == 0
+    for text in ("== Config groups", "regime: dln, dlnpf, flnpf", "== Main keys ==", "checkpoint_minutes",
+                 "python run.py regime=flnpf arch=gconv", "--dry-run"):
+        assert text in p.stdout, text
