@@ -82,3 +82,16 @@ def test_first_use_downloads_with_torchvision_and_writes_the_cache(monkeypatch, 
 def test_missing_file_without_download_names_the_expected_path(tmp_path):
     with pytest.raises(data_mod.DataNotFoundError, match=str(tmp_path / "mnist.npz")):
         data_mod.load_arrays("mnist", str(tmp_path), download=False)
+
+
+def test_cut_writes_a_smaller_cache_whose_images_are_those_limit_train_picks(tiny_root, tmp_path):
+    """The device upload's CIFAR-10 file (issue #19): same format, the first balanced images, so
+    dataset.limit_train=N reads the same images from the cut file as from the full one."""
+    path = data_mod.cut("mnist", str(tiny_root), tmp_path, 40, 20)
+    small = data_mod.load_arrays("mnist", str(tmp_path), download=False)
+    assert path == tmp_path / "mnist.npz" and len(small["y_train"]) == 40 and len(small["y_test"]) == 20
+    assert np.bincount(small["y_train"]).tolist() == [4] * 10
+    full = data_mod.load(make_cfg(["dataset.limit_train=40"], tiny_root).dataset, make_cfg([], tiny_root).data, "cpu")
+    cfg = make_cfg(["dataset.limit_train=40"], tmp_path)
+    cut = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    assert torch.equal(full.train.x, cut.train.x) and torch.equal(full.train.y, cut.train.y)

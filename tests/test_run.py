@@ -215,7 +215,7 @@ def test_cli_finds_its_run_again_skips_it_and_flnpf_auto_finds_its_relu_run(tiny
     p = _cli([*common, "regime=flnpf", "seed=3"], env)
     log = p.stdout + p.stderr
     assert p.returncode == 0, log
-    assert "the ReLU source run is missing; training it first" in log
+    assert "relu seeds 3 is missing; training it first (mnist-fc-adam-lr0.0003/flnpf seeds 3 needs it)" in log
     assert log.index("training it first") < log.index("relu seed 3") if "relu seed 3" in log else True
     (relu3,) = tmp_path.glob("runs/mnist-fc-adam-lr0.0003/relu/seed3-*/results.json")
     (fl3,) = tmp_path.glob("runs/mnist-fc-adam-lr0.0003/flnpf/seed3-*/results.json")

@@ -244,3 +244,40 @@ def load(ds_cfg, data_cfg, device) -> Data:
         split.shift, split.div = shift, div
     out_dim = 1 if ds_cfg.task == "binary" else ds_cfg.num_classes
     return Data(train, test, tuple(train.x.shape[1:]), out_dim, ds_cfg.task)
+
+
+def cut(source: str, root: Optional[str], out_dir: Path, n_train: int, n_test: int) -> Path:
+    """A smaller cache file of the same format: the first ``n_train`` / ``n_test`` images of each
+    split, balanced over classes (:func:`first_balanced`, the rule of ``dataset.limit_train``), so a
+    run with ``dataset.limit_train=n_train`` sees the same images from either file. For a machine
+    that receives a limited upload (10,000 + 2,000 CIFAR-10 images: 37 MB instead of 178 MB)."""
+    arrays = load_arrays(source, root, download=False)
+    out = {}
+    for split, n in (("train", n_train), ("test", n_test)):
+        idx = first_balanced(arrays[f"y_{split}"], n)
+        out[f"x_{split}"], out[f"y_{split}"] = arrays[f"x_{split}"][idx], arrays[f"y_{split}"][idx]
+    path = Path(out_dir) / f"{source}.npz"
+    _atomic_savez(path, out)
+    return path
+
+
+def main(argv=None) -> None:
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m gatelab.data.datasets",
+                                 description="Dataset cache files: `cut` writes a smaller one of the same format.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("cut", help="the first N balanced train/test images of <root>/<source>.npz into OUT/<source>.npz")
+    c.add_argument("source", choices=sorted(_TORCHVISION))
+    c.add_argument("--root", default=None, help="data root (default: $GATELAB_DATA, else ~/.cache/gatelab)")
+    c.add_argument("--train", type=int, required=True)
+    c.add_argument("--test", type=int, required=True)
+    c.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    path = cut(args.source, args.root, args.out, args.train, args.test)
+    with np.load(path) as f:
+        shapes = {k: f[k].shape for k in KEYS}
+    print(f"{path}: {path.stat().st_size / 2**20:.1f} MiB, {shapes}")
+
+
+if __name__ == "__main__":
+    main()

@@ -44,6 +44,7 @@ class Job:
     needs: list[str] = field(default_factory=list)  # names of the jobs that must finish first
     features: Optional[object] = None  # a config whose backbone feature cache this job fills (no training)
     delta: list[str] = field(default_factory=list)  # overrides that turn the command into this job
+    reused: list[str] = field(default_factory=list)  # prerequisite runs found completed on disk
 
     @property
     def entries(self) -> list[tuple[object, Path]]:
@@ -103,7 +104,11 @@ def _add(job: Job, jobs: dict) -> str:
     missing, delta = [], []
     for c in cfgs:
         first, delta = _prerequisite(c)
-        if first is not None and str(run_dir(first)) not in planned and not _completed(run_dir(first)):
+        if first is None or str(run_dir(first)) in planned:
+            continue
+        if _completed(run_dir(first)):
+            job.reused.append(f"seed {c.seed}: reusing the {_what(delta)} {run_dir(first)}")
+        else:
             missing.append(first)
     if missing:
         if not cfgs[0].get("train_prerequisites", True):
@@ -118,6 +123,10 @@ def _add(job: Job, jobs: dict) -> str:
         job.needs.append(name)
     jobs.setdefault(job.name, job)
     return job.name
+
+
+def _what(delta: list[str]) -> str:
+    return "ReLU source run" if delta == ["regime=relu"] else "earlier IMP round"
 
 
 def _completed(d: Path) -> bool:
@@ -211,12 +220,17 @@ def execute(jobs: list[Job]) -> dict[str, dict]:
         if blocked:
             failed[job.name] = f"prerequisite {blocked[0]} did not complete ({failed[blocked[0]]})"
             raise RuntimeError(f"{job.name}: {failed[job.name]}")
+        dependents = [j.name for j in jobs if job.name in j.needs]
+        if dependents and job.features is None:
+            log.info("%s is missing; training it first (%s needs it)", job.name, "; ".join(dependents))
         if job.features is not None:
             log.info("%s: filling the backbone feature cache", job.name)
             data_mod.load(job.features.dataset, job.features.data, "cpu")
             continue
+        for line in job.reused:
+            log.info("%s", line)
         if job.needs:
-            log.info("%s: training after %s", job.name, "; ".join(job.needs))
+            log.info("%s: trains after %s", job.name, "; ".join(job.needs))
         for stack in job.stacks:
             for (_, d), res in zip(stack, train_entries(stack)):
                 out[str(d)] = res
