@@ -57,6 +57,7 @@ define table4_runs
 endef
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
+	table2-conv-reduced table4-conv-reduced \
 	races races-quick races-report routing-reduced routing-paper routing-report routing-toy routing-features \
 	routing-backbone
 
@@ -70,6 +71,7 @@ help:
 	@echo "make table2-quick   all rows at reduced scale (2-core CPU, under 30 min)"
 	@echo "make table4         Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
 	@echo "make table4-quick   the same at reduced scale (2-core CPU)"
+	@echo "make table2-conv-reduced / table4-conv-reduced  the conv rows and Table 4 at the GPU-minutes scale (EPOCHS=N)"
 	@echo "make figure3        Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
 	@echo "make dgn-figures    paper 002 Figures 1-4 (Gram spectra, convergence vs depth) and 7-8 (FIG_SCALE)"
 	@echo "make exp6           paper 002 experiment 6: train only the gates of a CIFAR-10 conv net"
@@ -116,6 +118,22 @@ table2-mnist-full:
 table2-quick:
 	$(foreach row,$(TABLE2_ROWS),$(call table2_row,$(row),outputs/table2-quick,$(call quick_of,$(row))))
 	$(PYTHON) -m gatelab.papers.npf table2 --runs outputs/table2-quick --out outputs/reports/table2-quick --command "$(CMD) (reduced: conf/experiment/quick_fc.yaml, quick_conv.yaml)"
+
+# Issue #19: the conv half at a reduced scale for one GPU (conf/experiment/conv_reduced.yaml): the GCONV and
+# VCONV Adam rows (5 regimes, each row in one process, stacked by family) and Table 4 (DLN, ReLU, soft-ReLU
+# beta in {1, 4, 16} at eps=0.1), EPOCHS= epochs each; CONV_REDUCED_ARGS adds overrides (the smoke mode's tiny data).
+CONV_REDUCED_ARGS ?=
+T2_CONV = outputs/table2-conv-reduced
+T4_CONV = outputs/table4-conv-reduced
+table2-conv-reduced:
+	$(foreach row,gconv_adam vconv_adam,$(PYTHON) run.py '+experiment=[table2_$(row),conv_reduced]' $(T2_REGIMES_ARG) out_root=$(T2_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
+	)
+	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_CONV) --arch gconv vconv --seeds 3 --out outputs/reports/table2-conv-reduced --command "$(CMD) (REDUCED: conf/experiment/conv_reduced.yaml, 10k/2k images, 3 seeds, bf16$(if $(CONV_REDUCED_ARGS), $(CONV_REDUCED_ARGS)))"
+
+table4-conv-reduced:
+	$(PYTHON) run.py '+experiment=[table4,conv_reduced]' 'regimes=[dln,relu]' out_root=$(T4_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
+	$(PYTHON) run.py -m '+experiment=[table4_soft,conv_reduced]' regime.beta=1,4,16 regime.eps=0.1 out_root=$(T4_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
+	$(PYTHON) -m gatelab.papers.dgn table4 --runs $(T4_CONV) --seeds 3 --out outputs/reports/table4-conv-reduced --command "$(CMD) (REDUCED: conf/experiment/conv_reduced.yaml, 10k/2k images, 3 seeds, bf16$(if $(CONV_REDUCED_ARGS), $(CONV_REDUCED_ARGS)))"
 
 table4:
 	$(call table4_runs,$(T4_ROOT),)

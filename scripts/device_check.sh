@@ -1,43 +1,45 @@
 #!/usr/bin/env bash
-# One prepared GPU check (issue: GPU training loop), for the device tool's `run`. Ends within about
-# 8 minutes on one H100/H200: each step has its own timeout, and whatever finished is in $OUT.
-#   Data: CIFAR-10 staged as ../shared/data/README.md says, in $GATELAB_DATA (default /tmp/d);
-#   Hydra wheels in .whl/ (hydra-core, omegaconf, antlr4-python3-runtime 4.9.3), carried with the call.
-# Steps:
-#   1. `python run.py device=cuda` end to end on full CIFAR-10 (GCONV, 3 epochs): placement on real hardware;
-#   2. seconds per epoch per seed, single vs seed-stacked (S=5), fp32 (scripts/bench.py --quick);
-#   3. per-epoch test accuracy of GCONV and VCONV, relu and dlnpf, eager fp32 (3 epochs each);
-#   4. paper 003: seconds per epoch of a routing net at paper scale (MNIST perm/perm M=40, h=128,
-#      batch 8, 10 seeds stacked) on 6000 images, for the GPU-hour cost of `make routing-paper`
-#      (needs mnist.npz in $GATELAB_DATA too: 11 MB).
+# The prepared GPU check (issue #19): one run of at most 9 minutes on a bare GPU machine (PyTorch, no
+# Hydra, no internet), each step under its own time limit, whatever finished kept in $OUT (8 files).
+#   Stage first, here: scripts/device_stage.sh <data root>   (.stage/: wheels, mnist.npz, a CIFAR-10 cut)
+#   Then, with the device tool:  bash scripts/device_check.sh   (carry [".stage"])
+#   SMOKE=1 bash scripts/device_check.sh   the same steps on this CPU at a tiny scale (minutes)
+# Steps: 1 the fast tests with CUDA present (device=auto takes the GPU); 2 the bench (plain PyTorch loop
+# beside ours, and the projection of the tables' GPU-hours); 3 `make table2-conv-reduced` (GCONV and VCONV
+# Adam rows, 5 regimes, 3 seeds, 10k/2k images, bf16); 4 `make table4-conv-reduced`; 5 the files.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; DATA=${GATELAB_DATA:-/tmp/d}; mkdir -p "$OUT"
-step() { local name=$1 limit=$2; shift 2; echo "== $name (limit ${limit}s)" | tee -a "$OUT/device_check.log"
-  local t0=$(date +%s); timeout "$limit" "$@" >> "$OUT/device_check.log" 2>&1; local rc=$?
-  echo "== $name: rc=$rc, $(( $(date +%s) - t0 ))s" | tee -a "$OUT/device_check.log"; }
-[ -d .whl ] && pip install -q --no-index --find-links .whl hydra-core omegaconf >> "$OUT/device_check.log" 2>&1
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$OUT/device_check.log" 2>&1
-python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())" \
-  >> "$OUT/device_check.log" 2>&1
-common="progress=false data.root=$DATA out_root=$OUT/runs dataset=cifar10"
-step "1 run.py device=cuda gconv relu" 150 python run.py device=cuda arch=gconv regime=relu epochs=3 $common
-step "2 bench fp32 (single vs S=5)" 150 python scripts/bench.py --device cuda --quick
-for arch in gconv vconv; do for regime in relu dlnpf; do
-  step "3 $arch $regime eager fp32" 60 python run.py device=cuda arch=$arch regime=$regime epochs=3 $common
-done; done
-step "4 routing paper scale, 6000 images, S=10" 120 python run.py device=cuda +experiment=routing_paper \
-  dataset.limit_train=6000 dataset.limit_test=1000 dataset.routing.K=20 epochs=2 progress=false data.root=$DATA out_root=$OUT/runs
-python - "$OUT" <<'PY' >> "$OUT/device_check.md" 2>&1
-import json, pathlib, sys
-out = pathlib.Path(sys.argv[1])
-print("| run | device | seconds per epoch | test accuracy per epoch |\n|---|---|---|---|")
-for p in sorted((out / "runs").rglob("results.json")):
-    r = json.loads(p.read_text())
-    h = r.get("history", [])
-    secs = ", ".join(str(e["seconds"]) for e in h)
-    accs = ", ".join(f"{e['test_acc']:.4f}" for e in h if e["test_acc"] is not None)
-    print(f"| {p.parent.relative_to(out / 'runs')} | {r.get('env', {}).get('device_name')} | {secs} | {accs} |")
-PY
-grep -E "^(case|fc/|gconv/|speed-up|device:)" "$OUT/device_check.log" >> "$OUT/device_check.md"
-rm -rf "$OUT/runs"  # checkpoints are large; the table above holds what matters
-cat "$OUT/device_check.md"
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/device-out}; STAGE=${STAGE:-.stage}; SMOKE=${SMOKE:-0}
+mkdir -p "$OUT"; LOG="$OUT/device_check.log"; : > "$LOG"
+step() { local name=$1 limit=$2; shift 2; echo "== $name (limit ${limit}s)" | tee -a "$LOG"
+  local t0; t0=$(date +%s); timeout "$limit" "$@" >> "$LOG" 2>&1; local rc=$?
+  echo "== $name: rc=$rc, $(( $(date +%s) - t0 ))s" | tee -a "$LOG"; }
+if [ -d "$STAGE/wheels" ] && ! python -c "import hydra" 2>/dev/null; then
+  pip install -q --no-deps --target "$STAGE/site" "$STAGE"/wheels/*.whl >> "$LOG" 2>&1
+  export PYTHONPATH="$PWD/$STAGE/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"  # the project from this tree (subprocess tests too)
+export GATELAB_DATA=${GATELAB_DATA:-$PWD/$STAGE/data}
+python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name())" >> "$LOG" 2>&1
+if [ "$SMOKE" = 1 ]; then  # this CPU, tiny nets and data: the same commands, minutes
+  E2=1; E4=1; LIM=(60 60 240 240); TESTS=(-k "plan or kill or device or architecture")
+  ARGS="dataset.limit_train=64 dataset.limit_test=32 arch.conv_channels=[4,4] arch.dense=[16] precision=fp32 threads=2"
+  BENCH=(--quick --cases fc)
+else  # sized from the H100 numbers of issue #19: a row ~5-8 s an epoch at 10k images, ~25 s start-up a process
+  E2=10; E4=5; LIM=(120 60 220 110); TESTS=(); ARGS=""; BENCH=(--quick)
+fi
+step "1 tests (not slow), device=auto" "${LIM[0]}" python -m pytest -q -p no:cacheprovider -m "not slow" -x tests "${TESTS[@]}"
+step "2 bench" "${LIM[1]}" python scripts/bench.py "${BENCH[@]}"
+step "3 make table2-conv-reduced EPOCHS=$E2" "${LIM[2]}" make table2-conv-reduced EPOCHS="$E2" CONV_REDUCED_ARGS="$ARGS" DATA="$GATELAB_DATA"
+step "4 make table4-conv-reduced EPOCHS=$E4" "${LIM[3]}" make table4-conv-reduced EPOCHS="$E4" CONV_REDUCED_ARGS="$ARGS" DATA="$GATELAB_DATA"
+# A step cut by its limit leaves runs without a report: render what completed (cells without a seed show the paper's number).
+python -m gatelab.papers.npf table2 --runs outputs/table2-conv-reduced --arch gconv vconv --seeds 3 \
+  --out outputs/reports/table2-conv-reduced --command "scripts/device_check.sh (REDUCED: 10k/2k images, 3 seeds, bf16; $E2 epochs)" >> "$LOG" 2>&1
+python -m gatelab.papers.dgn table4 --runs outputs/table4-conv-reduced --seeds 3 \
+  --out outputs/reports/table4-conv-reduced --command "scripts/device_check.sh (REDUCED: 10k/2k images, 3 seeds, bf16; $E4 epochs)" >> "$LOG" 2>&1
+# At most 8 files: the log, the two tables (Markdown + CSV) and the runs' results.json (no checkpoints).
+for t in table2 table4; do for ext in md csv; do
+  f=outputs/reports/$t-conv-reduced/$t.$ext; [ -f "$f" ] && cp "$f" "$OUT/${t}_conv_reduced.$ext"; done; done
+find outputs/table2-conv-reduced outputs/table4-conv-reduced -name results.json 2>/dev/null \
+  | tar czf "$OUT/results.tgz" -T - 2>> "$LOG"
+ls -la "$OUT" | tee -a "$LOG"
