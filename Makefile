@@ -123,17 +123,18 @@ table2-quick:
 # VCONV Adam rows (5 regimes, each row in one process, stacked by family) and Table 4 (DLN, ReLU, soft-ReLU
 # beta in {1, 4, 16} at eps=0.1), EPOCHS= epochs each; CONV_REDUCED_ARGS adds overrides (the smoke mode's tiny data).
 CONV_REDUCED_ARGS ?=
+CONV_NOTE = REDUCED SCALE, not the paper's: conf/experiment/conv_reduced.yaml (first 10,000/2,000 CIFAR-10 images, 3 seeds, bf16)$(if $(EPOCHS), $(EPOCHS) epochs)$(if $(CONV_REDUCED_ARGS), + $(CONV_REDUCED_ARGS))
 T2_CONV = outputs/table2-conv-reduced
 T4_CONV = outputs/table4-conv-reduced
 table2-conv-reduced:
-	$(foreach row,gconv_adam vconv_adam,$(PYTHON) run.py '+experiment=[table2_$(row),conv_reduced]' $(T2_REGIMES_ARG) out_root=$(T2_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
-	)
-	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_CONV) --arch gconv vconv --seeds 3 --out outputs/reports/table2-conv-reduced --command "$(CMD) (REDUCED: conf/experiment/conv_reduced.yaml, 10k/2k images, 3 seeds, bf16$(if $(CONV_REDUCED_ARGS), $(CONV_REDUCED_ARGS)))"
+	$(PYTHON) run.py '+experiment=[table2_gconv_adam,conv_reduced]' $(T2_REGIMES_ARG) out_root=$(T2_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
+	$(PYTHON) run.py '+experiment=[table2_vconv_adam,conv_reduced]' $(T2_REGIMES_ARG) out_root=$(T2_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
+	$(PYTHON) -m gatelab.papers.npf table2 --runs $(T2_CONV) --arch gconv vconv --seeds 3 --out outputs/reports/table2-conv-reduced --command "$(CMD)" --note "$(CONV_NOTE)"
 
 table4-conv-reduced:
 	$(PYTHON) run.py '+experiment=[table4,conv_reduced]' 'regimes=[dln,relu]' out_root=$(T4_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
 	$(PYTHON) run.py -m '+experiment=[table4_soft,conv_reduced]' regime.beta=1,4,16 regime.eps=0.1 out_root=$(T4_CONV) $(RUN_ARGS) $(CONV_REDUCED_ARGS)
-	$(PYTHON) -m gatelab.papers.dgn table4 --runs $(T4_CONV) --seeds 3 --out outputs/reports/table4-conv-reduced --command "$(CMD) (REDUCED: conf/experiment/conv_reduced.yaml, 10k/2k images, 3 seeds, bf16$(if $(CONV_REDUCED_ARGS), $(CONV_REDUCED_ARGS)))"
+	$(PYTHON) -m gatelab.papers.dgn table4 --runs $(T4_CONV) --seeds 3 --out outputs/reports/table4-conv-reduced --command "$(CMD)" --note "$(CONV_NOTE)"
 
 table4:
 	$(call table4_runs,$(T4_ROOT),)

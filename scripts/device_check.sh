@@ -22,7 +22,7 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"  # the project from this
 export GATELAB_DATA=${GATELAB_DATA:-$PWD/$STAGE/data}
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name())" >> "$LOG" 2>&1
 if [ "$SMOKE" = 1 ]; then  # this CPU, tiny nets and data: the same commands, minutes
-  E2=1; E4=1; LIM=(60 60 240 240); TESTS=(-k "plan or kill or device or architecture")
+  E2=1; E4=1; LIM=(90 150 240 240); TESTS=(-k "plan or kill or device or architecture")
   ARGS="dataset.limit_train=64 dataset.limit_test=32 arch.conv_channels=[4,4] arch.dense=[16] precision=fp32 threads=2"
   BENCH=(--quick --cases fc)
 else  # sized from the H100 numbers of issue #19: a row ~5-8 s an epoch at 10k images, ~25 s start-up a process
@@ -32,11 +32,12 @@ step "1 tests (not slow), device=auto" "${LIM[0]}" python -m pytest -q -p no:cac
 step "2 bench" "${LIM[1]}" python scripts/bench.py "${BENCH[@]}"
 step "3 make table2-conv-reduced EPOCHS=$E2" "${LIM[2]}" make table2-conv-reduced EPOCHS="$E2" CONV_REDUCED_ARGS="$ARGS" DATA="$GATELAB_DATA"
 step "4 make table4-conv-reduced EPOCHS=$E4" "${LIM[3]}" make table4-conv-reduced EPOCHS="$E4" CONV_REDUCED_ARGS="$ARGS" DATA="$GATELAB_DATA"
+NOTE="REDUCED SCALE, not the paper's: first 10,000/2,000 CIFAR-10 images, 3 seeds, bf16${ARGS:+ + $ARGS}"
 # A step cut by its limit leaves runs without a report: render what completed (cells without a seed show the paper's number).
 python -m gatelab.papers.npf table2 --runs outputs/table2-conv-reduced --arch gconv vconv --seeds 3 \
-  --out outputs/reports/table2-conv-reduced --command "scripts/device_check.sh (REDUCED: 10k/2k images, 3 seeds, bf16; $E2 epochs)" >> "$LOG" 2>&1
+  --out outputs/reports/table2-conv-reduced --command "scripts/device_check.sh" --note "$NOTE, $E2 epochs" >> "$LOG" 2>&1
 python -m gatelab.papers.dgn table4 --runs outputs/table4-conv-reduced --seeds 3 \
-  --out outputs/reports/table4-conv-reduced --command "scripts/device_check.sh (REDUCED: 10k/2k images, 3 seeds, bf16; $E4 epochs)" >> "$LOG" 2>&1
+  --out outputs/reports/table4-conv-reduced --command "scripts/device_check.sh" --note "$NOTE, $E4 epochs" >> "$LOG" 2>&1
 # At most 8 files: the log, the two tables (Markdown + CSV) and the runs' results.json (no checkpoints).
 for t in table2 table4; do for ext in md csv; do
   f=outputs/reports/$t-conv-reduced/$t.$ext; [ -f "$f" ] && cp "$f" "$OUT/${t}_conv_reduced.$ext"; done; done

@@ -173,4 +173,12 @@ def paper_cli(prog: str, doc: str, table: str, table_help: str):
     parser.add_argument("--seeds", type=int, default=None, help="seeds expected per cell (default: the fullest cell's)")
     parser.add_argument("--ddof", type=int, choices=(0, 1), default=1, help="1: sample std (ours); 0: np.std (paper)")
     parser.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
+    parser.add_argument("--note", default="", help="a line in bold under the title (e.g. the reduced scale it ran at)")
     return ap, sub, parser
+
+
+def add_note(md: Path, note: str) -> None:
+    """Put ``note`` in bold under the first line (the title) of a rendered Markdown table."""
+    if note:
+        title, _, rest = Path(md).read_text().partition("\n")
+        Path(md).write_text(f"{title}\n\n**{note}**\n{rest}")

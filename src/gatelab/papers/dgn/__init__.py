@@ -38,6 +38,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.what == "table4":
         df = write_table4(args.runs, args.out, args.seeds, args.command, args.ddof)
+        report.add_note(args.out / "table4.md", args.note)
         print((args.out / "table4.md").read_text())
         print(f"{len(df)} networks -> {args.out}/table4.*", file=sys.stderr)
         return

@@ -47,6 +47,7 @@ def main(argv=None) -> None:
     if args.what == "table2":
         lrs = {k: float(v) for k, v in (item.split("=", 1) for item in args.lr)}
         df = write_table2(args.runs, args.out, args.seeds, args.command, args.arch, args.ddof, lrs)
+        report.add_note(args.out / "table2.md", args.note)
         print((args.out / "table2.md").read_text())
         print(f"{len(df)} cells -> {args.out}/table2.*", file=sys.stderr)
         return
