@@ -1,4 +1,4 @@
-"""Seconds per epoch per net: the single-run path (S=1), the seed-batched path (S seeds stacked in
+"""Seconds per epoch per net: a plain PyTorch loop (the baseline), the single-run path (S=1), the seed-batched path (S seeds stacked in
 one process) and the row-stacked path (S seeds x the 3 SGD step sizes of a Table 2 row, each net
 with its own step size, ``gatelab.training.rows.train_row``), on whatever device is present. Synthetic inputs of the datasets' shapes
 (speed does not depend on pixel values) through the product's own training path: the runs are
@@ -8,7 +8,9 @@ built and placed by ``gatelab.training.stacking.setup`` and trained by ``gatelab
     python scripts/bench.py --quick    # fewer steps; under 10 minutes on a 2-core CPU
     python scripts/bench.py --quick --cases fc    # the FC cases only
 
-The last line reads ``speed-up fc/mnist 5 seeds: X.XX`` (per-seed throughput, batched / single).
+Then the projection of Table 2 and Table 4 in device-hours from the measured batched times and the
+experiments' epochs and seeds. The last line reads ``speed-up fc/mnist 5 seeds: X.XX`` (per-seed
+throughput, batched / single).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import tempfile  # noqa: E402
 
-from gatelab.training import loop as train_mod, stacking
+from gatelab.training import loop as train_mod, stacking  # noqa: E402
 from gatelab.training.run_state import RunState  # noqa: E402
 from gatelab.data.datasets import Data, Split  # noqa: E402
 from gatelab.core.results import device_name, resolve_device  # noqa: E402
@@ -34,7 +36,10 @@ CASES = [  # (name, overrides, in_shape, train examples per epoch)
     ("fc/mnist dlnpf", ["dataset=mnist", "arch=fc", "regime=dlnpf"], (1, 28, 28), 60000),
     ("gconv/cifar10 relu", ["dataset=cifar10", "arch=gconv", "regime=relu"], (3, 32, 32), 50000),
     ("gconv/cifar10 dlnpf", ["dataset=cifar10", "arch=gconv", "regime=dlnpf"], (3, 32, 32), 50000),
+    ("vconv/cifar10 relu", ["dataset=cifar10", "arch=vconv", "regime=relu"], (3, 32, 32), 50000),
+    ("vconv/cifar10 dlnpf", ["dataset=cifar10", "arch=vconv", "regime=dlnpf"], (3, 32, 32), 50000),
 ]
+T2_ROWS = ("fc_sgd", "fc_adam", "vconv_sgd", "vconv_adam", "gconv_sgd", "gconv_adam")
 
 
 ROW_LRS = (0.1, 0.01, 0.001)  # a Table 2 SGD row's step sizes (paper §6.1)
@@ -67,6 +72,57 @@ def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch:
     return (time.perf_counter() - t) / steps
 
 
+def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int = 32) -> float:
+    """The baseline: one network (the same architecture) trained by a plain PyTorch loop, data on the
+    device, Adam, no host sync: what a user would write by hand."""
+    import torch.nn.functional as F
+
+    from gatelab.nets.regimes import build_model, trainable_parameters
+    cfg = compose([*overrides, "progress=false"])
+    net = build_model(cfg, in_shape, 10)[0].to(device)  # a plain nn.Module (the regime's DGN, one network)
+    opt = torch.optim.Adam(trainable_parameters(net), lr=3e-4)
+    n = batch * steps
+    x = torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device)
+    y = torch.randint(0, 10, (n,), device=device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for timed in (False, True):
+        perm = torch.randperm(n, device=device)
+        sync()
+        t = time.perf_counter()
+        for i in range(steps):
+            idx = perm[i * batch:(i + 1) * batch]
+            loss = F.cross_entropy(net(x[idx].float() / 255), y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        sync()
+    return (time.perf_counter() - t) / steps
+
+
+def projection(per_epoch: dict) -> list[str]:
+    """GPU-hours of the tables from the measured seconds per epoch per net (batched path) and the
+    experiments' epochs, seeds and regimes (conf/experiment); DLNPF at its own cost, the other
+    regimes at ReLU's."""
+    lines = []
+    t2 = 0.0
+    for row in T2_ROWS:
+        arch = row.split("_")[0]
+        relu, dl = per_epoch.get(f"{arch}/relu"), per_epoch.get(f"{arch}/dlnpf")
+        if relu is None or dl is None:
+            return [f"projection: {arch} not measured (--cases)"]
+        cfg = compose([f"+experiment=table2_{row}"])
+        seeds, epochs = len(cfg.seeds), cfg.epochs
+        t2 += seeds * epochs * (4 * relu + dl)  # frnpf_ii, frnpf_di, flnpf, relu at ReLU's cost; dlnpf
+    lines.append(f"projection: Table 2 (6 rows x 5 regimes x 5 seeds, the code's epochs): {t2 / 3600:.2f} h")
+    v, vd = per_epoch.get("vconv/relu"), per_epoch.get("vconv/dlnpf")
+    cfg = compose(["+experiment=table4"])
+    t4 = len(cfg.seeds) * cfg.epochs * (2 * v + 16 * vd)  # DLN, ReLU; soft-ReLU 8 betas x 2 eps (soft gates)
+    lines.append(f"projection: Table 4 (DLN, ReLU, 16 soft-ReLU, {len(cfg.seeds)} seeds, {cfg.epochs} epochs): "
+                 f"{t4 / 3600:.2f} h")
+    lines.append("projection: routing-paper: see scripts/device_check.sh (routing nets are not among these cases)")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps (CPU smoke: under 10 minutes)")
@@ -77,25 +133,30 @@ def main() -> None:
     device = resolve_device(args.device)
     print(f"device: {device_name(device)}; batch 32; seconds per epoch per net, extrapolated from timed steps; "
           f"row: {args.seeds} seeds x SGD step sizes {ROW_LRS}, stacked")
-    print(f"{'case':22s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s} "
-          f"{f'row {len(ROW_LRS) * args.seeds} nets':>13s} {'speed-up':>9s}")
-    ratio_fc = None
+    print(f"{'case':22s} {'plain':>9s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s} "
+          f"{'vs plain':>9s} {f'row {len(ROW_LRS) * args.seeds} nets':>13s} {'speed-up':>9s}")
+    ratio_fc, per_epoch_net = None, {}
     for case, overrides, in_shape, n_train in CASES:
         if args.cases and not any(c in case for c in args.cases):
             continue
-        conv = "gconv" in case
+        conv = "conv" in case
         steps = (10 if conv else 200) if args.quick else (60 if conv else 1000)
         if device.type == "cuda":
             steps *= 5
+        plain = plain_seconds_per_step(overrides, in_shape, steps, device)
         single = seconds_per_step(overrides, in_shape, 1, steps, device)
         batched = seconds_per_step(overrides, in_shape, args.seeds, steps, device) / args.seeds
         row = seconds_per_step(overrides, in_shape, args.seeds, steps, device, lrs=ROW_LRS) / (args.seeds * len(ROW_LRS))
         per_epoch = n_train / 32
         ratio = single / batched
-        print(f"{case:22s} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} {ratio:8.2f}x "
-              f"{row * per_epoch:13.2f} {single / row:8.2f}x", flush=True)
+        print(f"{case:22s} {plain * per_epoch:9.2f} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} "
+              f"{ratio:8.2f}x {plain / batched:8.2f}x {row * per_epoch:13.2f} {single / row:8.2f}x", flush=True)
+        name, regime = case.split("/")[0], case.split()[-1]
+        per_epoch_net[f"{name}/{regime}"] = batched * per_epoch
         if case == "fc/mnist relu":
             ratio_fc = ratio
+    for line in projection(per_epoch_net):
+        print(line)
     if ratio_fc is not None:
         print(f"speed-up fc/mnist {args.seeds} seeds: {ratio_fc:.2f}")
 
