@@ -61,3 +61,33 @@ def test_figure7_and_8_on_tiny_data(tiny_root, tmp_path):
     nu = pd.read_csv(tmp_path / "dgn_figure8.csv")
     assert sorted(nu.epoch.unique()) == [0, 1, 2] and (nu.nu > 0).all()
     assert (tmp_path / "dgn_figure7.png").stat().st_size > 0
+
+
+def test_provenance_is_one_line_per_command_and_rewritten_byte_for_byte(tmp_path):
+    """Re-rendering the same runs rewrites the same bytes (issue #20): a command's line is replaced,
+    not appended again; another command gets its own line."""
+    from gatelab.papers import plotting
+    plotting.write_provenance(tmp_path, "gatelab.papers.npf", ["figure3", "--scale", "quick"], {"a": 1}, "t0")
+    first = (tmp_path / "PROVENANCE.md").read_bytes()
+    plotting.write_provenance(tmp_path, "gatelab.papers.npf", ["figure3", "--scale", "quick"], {"a": 1}, "t1")
+    assert (tmp_path / "PROVENANCE.md").read_bytes() == first
+    plotting.write_provenance(tmp_path, "gatelab.papers.dgn", ["figures1-4"], {"b": 2}, "t2")
+    lines = (tmp_path / "PROVENANCE.md").read_text().splitlines()
+    assert len(lines) == 2 and lines[0].encode() + b"\n" == first
+
+
+def test_the_overlap_check_sees_a_colour_bar_drawn_over_a_neighbour():
+    from gatelab.papers import plotting
+    fig, ax = plotting.plt.subplots(1, 2, figsize=(6, 3))
+    sc = ax[0].scatter([0, 1], [0, 1], c=[0, 1])
+    cax = fig.add_axes([0.45, 0.1, 0.2, 0.8])  # a colour bar over both panels
+    fig.colorbar(sc, cax=cax, label="value")
+    assert plotting.overlaps(fig)
+    plotting.plt.close(fig)
+    fig, ax = plotting.plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    sc = ax[0].scatter([0, 1], [0, 1], c=[0, 1])
+    fig.colorbar(sc, ax=ax[0], label="value")
+    ax[0].set(title="a", xlabel="x", ylabel="y")
+    ax[1].set(title="b", xlabel="x", ylabel="y")
+    assert plotting.overlaps(fig) == []
+    plotting.plt.close(fig)

@@ -64,10 +64,17 @@ def now() -> str:
 
 
 def write_provenance(out: Path, prog: str, argv, scale: dict, started: str) -> None:
-    """Append one line to ``<out>/PROVENANCE.md``: the command, commit, dates, device and scale."""
+    """The line of this command in ``<out>/PROVENANCE.md``: the command, commit, device and scale
+    (the runs' results.json keep their own dates). A rerun of the same command replaces its line, so
+    re-rendering the same runs with the same code rewrites the same bytes; other commands' lines stay."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     args = " ".join(argv if argv is not None else sys.argv[1:])
-    with open(out / "PROVENANCE.md", "a") as f:
-        f.write(f"- `python -m {prog} {args}`: commit {git_commit() or '?'}, {started} .. {now()}, "
-                f"{device_name()}, scale {scale}\n")
+    head = f"- `python -m {prog} {args}`:"
+    line = f"{head} commit {git_commit() or '?'}, {device_name()}, scale {scale}"
+    path = out / "PROVENANCE.md"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    kept = [x for x in lines if not x.startswith(head)]
+    at = next((i for i, x in enumerate(lines) if x.startswith(head)), len(kept))
+    kept.insert(min(at, len(kept)), line)
+    path.write_text("\n".join(kept) + "\n")

@@ -59,7 +59,6 @@ def summary(res: Optional[dict] = None) -> dict:
         "fig6_similarity": ini["similarity"].tolist(),
         "fig3_theory_final": float(xo["theory"][-1]), "fig3_relu_final_mean": float(xo["relu"][-1].mean()),
         "fig3_gap": xo["gap"], "fig3_a0": xo["a0"],
-        "seconds": res["seconds"],
     }
 
 
