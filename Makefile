@@ -32,7 +32,7 @@ comma := ,
 # One Table 2 row ($(1)) into out_root $(2), at scale $(3): every regime but FLNPF (the grid of
 # conf/experiment/table2_<row>.yaml), then FLNPF from the ReLU runs of the same step size and seeds.
 # ROW=1: the whole row (5 regimes x seeds, x the 3 SGD step sizes with SGD_SWEEP=1) in one process,
-# nets of one regime family stacked (gatelab.training.loop.train_row); same run directories either way.
+# nets of one regime family stacked (gatelab.training.rows.train_row); same run directories either way.
 define table2_row
 $(if $(filter 1,$(ROW)),$(call table2_row_stacked,$(1),$(2),$(3)),$(call table2_row_jobs,$(1),$(2),$(3)))
 endef

@@ -240,7 +240,7 @@ class Config:
     seed: int = 0
     seeds: Optional[List[int]] = None  # train these seeds in one process (stacked networks, see stack_seeds)
     stack_seeds: bool = True  # seeds=[...]: false trains them one after another (conv nets on a CPU are faster so)
-    # A table row in one process (gatelab.training.loop.train_row): these regimes x lrs x seeds, stacked by family
+    # A table row in one process (gatelab.training.rows.train_row): these regimes x lrs x seeds, stacked by family
     regimes: Optional[List[str]] = None
     lrs: Optional[List[float]] = None  # several: plain SGD only (each net's gradient scaled by its lr)
     epochs: int = 10
