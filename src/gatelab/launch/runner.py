@@ -14,12 +14,13 @@ from gatelab.nets import regimes
 
 
 def ensure_run(overrides: list[str]) -> tuple[object, Path, dict]:
-    """The config, run directory and results of ``python run.py <overrides>``; trained if needed."""
-    from gatelab.training.loop import train
+    """The config, run directory and results of ``python run.py <overrides>``; trained if needed,
+    through the same plan as the command line (its prerequisites first)."""
+    from gatelab.launch.plan import run_seeds
 
     cfg = compose(["progress=false", *overrides])
     directory = run_dir(cfg)
-    res = train(cfg, directory)
+    res = run_seeds(cfg)[int(cfg.seed)]
     if res["status"] != "completed":
         raise RuntimeError(f"{directory}: run {res['status']}; the figure needs it completed")
     return cfg, directory, res

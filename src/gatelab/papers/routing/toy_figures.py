@@ -87,16 +87,23 @@ def _figure4(res: dict, out: Path, plt, save, pd) -> None:
     """Fig 4e-f: the decoupled and random-init simulations against eqs 44-46."""
     d, r = res["decoupled"], res["random"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    runs = r["loss_sim"].shape[1]
     a1.plot(r["loss_sim"], color="r", lw=0.5)
-    a1.plot(d["loss_sim"], color="g", lw=3, label="decoupled sim")
-    a1.plot(d["loss_pred"], "b--", label="eqs 44-46")
-    a1.set(xlabel="step", ylabel="loss", title="Fig 4e")
-    a1.legend()
-    a2.plot(r["sv_step"], r["sv"][:, :, 1, :].reshape(len(r["sv_step"]), -1), color="r", lw=0.4)
-    a2.plot(r["sv_step"], r["sv"][:, :, 0, :].reshape(len(r["sv_step"]), -1), color="m", lw=0.4)
+    a1.plot([], color="r", lw=0.5, label=f"random init ({runs} runs)")
+    a1.plot(d["loss_sim"], color="g", lw=3, label="decoupled init")
+    a1.plot(d["loss_pred"], "b--", label="reduction, eqs 44-46")
+    a1.set(xlabel="step (λ = 0.02)", ylabel="loss L₁", title="Fig 4e: M=7, K=4")
+    a1.legend(fontsize=8)
+    steps = len(r["sv_step"])
+    a2.plot(r["sv_step"], r["sv"][:, :, 1, :].reshape(steps, -1), color="r", lw=0.4)
+    a2.plot(r["sv_step"], r["sv"][:, :, 0, :].reshape(steps, -1), color="m", lw=0.4)
     a2.plot(d["B"][:, 1], color="b")
     a2.plot(d["B"][:, 0], color="c")
-    a2.set(xlabel="step", ylabel="singular value", title="Fig 4f")
+    for color, label in (("r", "random init: shared layer"), ("m", "random init: encoder"),
+                         ("b", "reduction: B2 (shared)"), ("c", "reduction: B1 (encoder)")):
+        a2.plot([], color=color, label=label)
+    a2.set(xlabel="step (λ = 0.02)", ylabel="singular value (per mode)", title="Fig 4f")
+    a2.legend(fontsize=7)
     save(fig, pd.DataFrame({"step": np.arange(len(d["loss_sim"])), "decoupled": d["loss_sim"],
                             "theory": d["loss_pred"], "random_mean": r["loss_sim"].mean(1)}), out, "fig4_routing")
 
@@ -124,15 +131,17 @@ def _figures5_6(res: dict, out: Path, plt, save, pd) -> None:
 
     ini = res["init"]
     n = len(ini["sigma0"])
-    fig, axes = plt.subplots(1, 5, figsize=(16, 3.3))
+    fig, axes = plt.subplots(1, 5, figsize=(17, 3.6), layout="constrained")
     axes[0].plot(ini["loss"])
-    axes[0].set(xlabel="step", ylabel="loss", title="Fig 6a")
-    axes[1].plot(ini["sigma0"], ini["trained_err"], "bo-", label="trained")
-    axes[1].plot(ini["sigma0"], ini["untrained_err"], "ro-", label="untrained")
-    axes[1].set(xlabel="σ₀", title="Fig 6b")
-    axes[1].legend()
+    axes[0].legend([f"σ₀={v:.2f}" for v in ini["sigma0"]], fontsize=7)
+    axes[0].set(xlabel="step", ylabel="loss L₁", title="Fig 6a: loss by initial scale")
+    axes[1].plot(ini["sigma0"], ini["trained_err"], "bo-", label="trained routes")
+    axes[1].plot(ini["sigma0"], ini["untrained_err"], "ro-", label="untrained routes")
+    axes[1].set(xlabel="initial scale σ₀", ylabel="½‖Y−Ŷ‖² at the end", title="Fig 6b")
+    axes[1].legend(fontsize=8)
     for ax, i in zip(axes[2:], (0, n // 2, n - 1)):
-        ax.imshow(ini["rsa"][i], cmap="coolwarm", vmin=-1, vmax=1)
-        ax.set(title=f"Fig 6c σ₀={ini['sigma0'][i]:.2f}", xticks=[], yticks=[])
+        im = ax.imshow(ini["rsa"][i], cmap="coolwarm", vmin=-1, vmax=1)
+        ax.set(title=f"Fig 6c: σ₀={ini['sigma0'][i]:.2f}", xticks=[], yticks=[])
+    fig.colorbar(im, ax=axes[2:], fraction=0.02, label="representation similarity")
     save(fig, pd.DataFrame({"sigma0": ini["sigma0"], "trained": ini["trained_err"], "untrained": ini["untrained_err"],
                             "similarity": ini["similarity"]}), out, "fig6_init_scale")
