@@ -17,7 +17,9 @@ ROW = ["relu", "frnpf_ii", "frnpf_di", "dlnpf", "flnpf"]
 
 @pytest.mark.parametrize("arch", ["fc", "gconv", "vconv"])
 def test_each_net_of_a_row_equals_its_single_run(tiny_root, tmp_path, arch):
-    over = [f"arch={arch}", *TINY_ARCH[arch], "optimizer=sgd", "epochs=2", f"out_root={tmp_path}"]
+    # MNIST for every arch, as before the conv nets defaulted to CIFAR-10: on tiny CIFAR-10 a VCONV net at
+    # lr 0.05 amplifies reassociation to ~20 steps*eps*max|w| (1.9e-5 here), past this test's bound.
+    over = ["dataset=mnist", f"arch={arch}", *TINY_ARCH[arch], "optimizer=sgd", "epochs=2", f"out_root={tmp_path}"]
     row = make_cfg([*over, f"regimes=[{','.join(ROW)}]", "lrs=[0.05,0.01]", "seeds=[0,1]"], tiny_root)
     results = train_row(row)
     assert sorted(results) == sorted((r, lr, s) for r in ROW for lr in (0.05, 0.01) for s in (0, 1))
