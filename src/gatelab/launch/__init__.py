@@ -1,0 +1,1 @@
+"""Launching: the plan of a command (jobs and prerequisites), sweeps, SLURM, runs that figures need."""
