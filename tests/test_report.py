@@ -137,6 +137,7 @@ def test_table4_rows_train_and_test_beside_the_paper(tmp_path):
     md = (tmp_path / "out" / "table4.md").read_text()
     assert "| β=16, ε=0.4 | 99.00 | 99.00 | **70.00**† | 71.00 | -1.00 | 1 |" in md
     assert "| Deep linear network | 51.00 ± 1.41 | 50.42 | **39.00 ± 1.41** | 39.39 | -0.39 | 2 |" in md
+    assert "+nan" not in md and "| β=1, ε=0.1 | — | 99.00 | **—**† | 59.00 | — | 0 |" in md  # a row without runs
 
 
 def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):

@@ -121,6 +121,11 @@ def mean_std(values: list[float], ddof: int = 1) -> tuple[float, float]:
     return float(s.mean()), (float(s.std(ddof=ddof)) if len(s) > ddof else math.nan)
 
 
+def signed(value: float) -> str:
+    """A difference with its sign, or — where there is none (a cell without a completed run)."""
+    return "—" if value is None or value != value else f"{value:+.2f}"
+
+
 def fmt(mean: float, std: float) -> str:
     if math.isnan(mean):
         return "—"

@@ -58,7 +58,7 @@ def render_table4_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
         flag = "†" if line["short"] else ""
         out.append(f"| {line['network']} | {report.fmt(line['train_mean'], line['train_std'])} | "
                    f"{line['paper_train']:.2f} | **{report.fmt(line['test_mean'], line['test_std'])}**{flag} | "
-                   f"{line['paper_test']:.2f} | {line['diff_test']:+.2f} | {line['n']} |")
+                   f"{line['paper_test']:.2f} | {report.signed(line['diff_test'])} | {line['n']} |")
     out += ["", "## Provenance", *report.provenance(runs, command, scales)]
     out += report.not_counted([(line["network"], line["excluded"]) for _, line in df.iterrows() if line["excluded"]],
                               bad)
