@@ -271,6 +271,12 @@ def register() -> None:
     cs.store(name="base_config", node=Config)
 
 
+def precision_of(cfg: Any) -> str:
+    """The arithmetic a run trains in: ``fp32``, ``tf32`` or ``bf16`` (``amp=true`` is the older
+    spelling of bf16)."""
+    return "bf16" if cfg.amp else str(cfg.get("precision") or "fp32")
+
+
 def validate(cfg: Any) -> None:
     """Reject configurations that make no sense, with a message naming the key. No file I/O: the
     data and an FLNPF source are checked by the plan (:mod:`gatelab.launch.plan`), before any training."""

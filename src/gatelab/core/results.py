@@ -52,15 +52,28 @@ def git_commit() -> Optional[str]:
         return None
 
 
+def check_device(name: str) -> None:
+    """Raise :class:`gatelab.core.config.ConfigError` unless ``device=name`` can run here."""
+    from gatelab.core.config import ConfigError
+    if name in ("auto", "cpu", "meta"):
+        return
+    kind = name.split(":")[0]
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device={name}: this machine has no CUDA device (device=auto uses one when present)")
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"device={name}: MPS is not available here")
+    if kind not in ("cuda", "mps"):
+        raise ConfigError(f"device={name!r} is not one of auto, cpu, cuda, cuda:N, mps")
+
+
 def resolve_device(name: str) -> torch.device:
     """``auto`` (a GPU if there is one, else cpu), or a torch device name checked to exist. ``auto``
     and ``cuda`` on a machine with several GPUs claim a free one (:func:`claim_gpu`), so parallel
     jobs (``make JOBS=N``, joblib) spread over the GPUs instead of all landing on GPU 0."""
+    check_device(name)
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device={name} requested but CUDA is not available")
     if dev.type == "cuda" and dev.index is None:
         n = torch.cuda.device_count()
         dev = torch.device("cuda", claim_gpu(n) if n > 1 else 0)

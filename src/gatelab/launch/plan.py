@@ -24,8 +24,8 @@ from omegaconf import OmegaConf
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
-from gatelab.core.config import ConfigError, validate
-from gatelab.core.results import RESULTS, read_results
+from gatelab.core.config import ConfigError, precision_of, validate
+from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, read_results
 from gatelab.core.runs import job_config, run_dir
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
@@ -130,8 +130,8 @@ def _what(delta: list[str]) -> str:
 
 
 def _completed(d: Path) -> bool:
-    res = read_results(Path(d) / RESULTS)
-    return res is not None and res.get("status") == "completed"
+    res = finished_results(d)
+    return res is not None and res["status"] == "completed"
 
 
 def check(jobs: list[Job]) -> None:
@@ -142,7 +142,7 @@ def check(jobs: list[Job]) -> None:
             try:
                 validate(c)
                 rows.validate_row(c)
-                _check_device(str(c.device))
+                check_device(str(c.device))
                 if regimes.needs_source(c) and c.regime.source != "auto":
                     checkpoints.resolve(c.regime.source, c.regime.source_ckpt)
                 data_mod.check_available(c.dataset.source, c.data.root, c.data.download)
@@ -150,27 +150,17 @@ def check(jobs: list[Job]) -> None:
                 raise type(e)(f"{e} (job {job.name})") from None
 
 
-def _check_device(name: str) -> None:
-    if name == "auto" or name == "cpu" or name == "meta":
-        return
-    kind = name.split(":")[0]
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device={name}: this machine has no CUDA device (device=auto uses one when present)")
-    if kind == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"device={name}: MPS is not available here")
-    if kind not in ("cuda", "mps"):
-        raise ConfigError(f"device={name!r} is not one of auto, cpu, cuda, cuda:N, mps")
-
-
 def state_of(d: Path, epochs: int) -> tuple[str, int]:
-    """(what is on disk, epochs still to train) for one run directory."""
+    """(what is on disk, epochs still to train) for one run directory, from its results.json alone
+    (a conv net's last.pt is too large to open for a plan): an unfinished run resumes after at most
+    the epochs its history holds."""
     res = read_results(Path(d) / RESULTS)
-    if res is not None and res.get("status") in ("completed", "diverged"):
+    if res is None:
+        return "new", epochs
+    if res.get("status") in FINAL:
         return res["status"], 0
-    last = checkpoints.load_good(Path(d) / checkpoints.CKPT_DIR / checkpoints.LAST) if Path(d).is_dir() else None
-    if last is not None:
-        return f"resumes after epoch {last['epoch']}", epochs - int(last["epoch"])
-    return (res["status"] if res else "new"), epochs
+    done = len(res.get("history") or [])
+    return (f"{res['status']}, resumes after epoch <= {done}" if done else res["status"]), epochs - done
 
 
 def steps_per_epoch(c) -> int:
@@ -206,8 +196,7 @@ def banner(jobs: list[Job]) -> str:
     device = str(c.device)
     if device == "auto":
         device = "auto (cuda)" if torch.cuda.is_available() else "auto (cpu)"
-    precision = "bf16" if c.amp else str(c.get("precision") or "fp32")
-    return f"gatelab: device {device}, precision {precision}, out_root {c.out_root}\n" + describe(jobs)
+    return f"gatelab: device {device}, precision {precision_of(c)}, out_root {c.out_root}\n" + describe(jobs)
 
 
 def execute(jobs: list[Job]) -> dict[str, dict]:

@@ -52,15 +52,21 @@ def outcome_of(results: dict) -> str:
     return results["status"]
 
 
-def sweep_values(overrides: list[str], params: Optional[dict] = None) -> dict[str, list[str]]:
-    """The swept values of each key, from command-line overrides and ``hydra.sweeper.params``."""
+def _parsed(overrides: list[str], params: Optional[dict] = None) -> list:
+    """The command-line overrides, then ``hydra.sweeper.params`` for keys the command line does not
+    set (the command line wins), parsed by Hydra."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
     given = list(overrides)
     keys = {o.key_or_group for o in parser.parse_overrides(given)}
-    given += [f"{k}={v}" for k, v in (params or {}).items() if k not in keys]  # the command line wins
-    return {o.key_or_group: list(o.sweep_string_iterator()) for o in parser.parse_overrides(given)
+    given += [f"{k}={v}" for k, v in (params or {}).items() if k not in keys]
+    return parser.parse_overrides(given)
+
+
+def sweep_values(overrides: list[str], params: Optional[dict] = None) -> dict[str, list[str]]:
+    """The swept values of each key, from command-line overrides and ``hydra.sweeper.params``."""
+    return {o.key_or_group: list(o.sweep_string_iterator()) for o in _parsed(overrides, params)
             if o.is_sweep_override()}
 
 
@@ -84,25 +90,18 @@ def summarise(lines: list[dict]) -> str:
 def job_overrides(overrides: list[str], params: Optional[dict] = None) -> list[list[str]]:
     """The override lists of a sweep's jobs (the cartesian product of the swept values, in Hydra's
     order: the last key varies fastest)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parser = OverridesParser.create()
-    given = list(overrides)
-    keys = {o.key_or_group for o in parser.parse_overrides(given)}
-    given += [f"{k}={v}" for k, v in (params or {}).items() if k not in keys]
     jobs = [[]]
-    for o in parser.parse_overrides(given):
-        if o.is_sweep_override():
-            values = [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
-        else:
-            values = [o.input_line]
+    for o in _parsed(overrides, params):
+        values = [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override() \
+            else [o.input_line]
         jobs = [j + [v] for j in jobs for v in values]
     return jobs
 
 
-def check_jobs(config: DictConfig, jobs: list[list[str]]) -> list[str]:
+def check_jobs(config: DictConfig, jobs: list[list[str]], describe: bool = False) -> list[str]:
     """Build and check the plan of every job of a sweep (:mod:`gatelab.launch.plan`) before the first
-    starts; returns the plans' descriptions, raises :class:`ConfigError` listing every bad job."""
+    starts; returns the plans' descriptions if ``describe``, raises :class:`ConfigError` listing
+    every bad job."""
     from hydra.core.global_hydra import GlobalHydra
 
     from gatelab.data.datasets import DataNotFoundError
@@ -115,7 +114,8 @@ def check_jobs(config: DictConfig, jobs: list[list[str]]) -> list[str]:
             cfg = loader.load_sweep_config(config, list(overrides))
             jobs_ = plan.build(cfg)
             plan.check(jobs_)
-            plans.append(f"[{' '.join(overrides)}]\n" + plan.describe(jobs_))
+            if describe:
+                plans.append(f"[{' '.join(overrides)}]\n" + plan.describe(jobs_))
         except (ConfigError, DataNotFoundError, FileNotFoundError, ValueError) as e:
             errors.append(f"  {' '.join(overrides)}: {type(e).__name__}: {e}")
     if errors:
@@ -132,12 +132,13 @@ class SweepSummary(Callback):
         overrides = list(config.hydra.overrides.task)
         try:
             check_no_duplicates(sweep_values(overrides, params))
-            plans = check_jobs(config, job_overrides(overrides, params))
+            jobs = job_overrides(overrides, params)
+            plans = check_jobs(config, jobs, describe=bool(config.get("dry_run")))
         except ConfigError as e:  # Hydra turns a callback's exceptions into warnings: stop here
             log.error("%s", e)
             raise SystemExit(2) from None
         if config.get("dry_run"):
-            print(f"sweep of {len(plans)} jobs\n" + "\n".join(plans))
+            print(f"sweep of {len(jobs)} jobs\n" + "\n".join(plans))
             raise SystemExit(0)
         os.environ[ENV_SWEEP] = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
-from gatelab.core.config import validate
+from gatelab.core.config import precision_of, validate
 from gatelab.core.results import environment, finished_results, resolve_device
 from gatelab.core.runs import plain
 from gatelab.data import datasets as data_mod
@@ -222,7 +222,7 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
                              model=r.model.state_dict())
     # Speed options (off by default): bf16 autocast; torch.compile of the forward pass.
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(cfg.amp) or cfg.get("precision") == "bf16")
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision_of(cfg) == "bf16")
     per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
     job_bar = tqdm(total=(cfg.epochs - done) * per_epoch - skip, desc=f"{len(runs)} net(s), epochs {done + 1}-"
                    f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0)
@@ -307,7 +307,7 @@ def precision(cfg, device: torch.device) -> dict:
     """Set the arithmetic of ``precision`` (fp32: TF32 off for CUDA matmuls and cuDNN, which
     otherwise runs convolutions in TF32 by default; tf32: on; bf16: fp32 flags, bf16 autocast of
     the forward) and cuDNN autotuning for conv nets on CUDA; returns what ran, for ``env``."""
-    kind = "bf16" if cfg.amp else str(cfg.get("precision") or "fp32")
+    kind = precision_of(cfg)
     tf32 = kind == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
