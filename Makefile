@@ -164,30 +164,32 @@ bench:
 
 # Paper 004 (neuron races) into out_root $(1), at reduced scale $(2) (race_quick, optional), with
 # extra overrides $(3) for the Fig 3a sweep. Table 1's grid, IMP round 3 at 20/50/70% (rounds 1-2
-# and the dense run first), Fig 3a's d x N, and the checks on N=200, sigma_0=1e-5: unit inputs and
-# the number of epochs.
+# and the dense run first), Fig 3a's d x N, and the checks on sigma_0=1e-5 at N=$(4): the input scale
+# (normalize=$(5)) and the number of epochs (the isolation report varies one choice at a time).
 define race_runs
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' out_root=$(1) $(RUN_ARGS)
 	$(if $(2),$(PYTHON) run.py -m '+experiment=[race$(comma)$(2)]' dataset.limit_train=4000 seeds=[0] out_root=$(1) $(RUN_ARGS))
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2)),race_imp]' $(if $(2),seeds=[0]) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2)),race_capacity]' $(3) out_root=$(1) $(RUN_ARGS)
-	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=200 dataset.normalize=unit out_root=$(1) $(RUN_ARGS)
-	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=200 epochs=50,300 out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=$(4) dataset.normalize=$(5) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=$(4) epochs=50,300 out_root=$(1) $(RUN_ARGS)
 endef
 RACES_ROOT = outputs/races$(if $(EPOCHS),-$(EPOCHS)ep)
+RACES_CAPACITY = 'arch.dense=[10],[30],[100],[300],[1000]' dataset.limit_train=50,100,200,400,800,2000,4000
 
 races:
-	$(call race_runs,$(RACES_ROOT),,'arch.dense=[10],[30],[100],[300],[1000]' dataset.limit_train=50,100,200,400,800,2000,4000)
+	$(call race_runs,$(RACES_ROOT),,$(RACES_CAPACITY),200$(comma)800,unit$(comma)standardize)
 	$(call races_report,$(RACES_ROOT),outputs/reports/races)
 
 races-quick:
-	$(call race_runs,outputs/races-quick,race_quick,)
+	$(call race_runs,outputs/races-quick,race_quick,,200,unit)
 	$(call races_report,outputs/races-quick,outputs/reports/races-quick)
 
 # Table 1 and the figures of the runs below $(1) into $(2).
 define races_report
 	$(PYTHON) -m gatelab.papers.races table1 --runs $(1) --out $(2) --command "$(CMD)"
 	$(PYTHON) -m gatelab.papers.races table1 --runs $(1) --out $(2)/complete-linkage --linkage complete --command "$(CMD)"
+	$(PYTHON) -m gatelab.papers.races isolation --runs $(1) --out $(2) --command "$(CMD)"
 	$(PYTHON) -m gatelab.papers.races figures --runs $(1) --out $(2)
 endef
 

@@ -255,3 +255,33 @@ def test_figures_show_the_main_epochs_and_inputs_only(race_runs):
     unit = [dataclasses.replace(r, normalize="unit") for r in found[:1]]
     kept = races.main_runs(found + longer + unit)
     assert kept == found  # the 300-epoch and unit-input variants are left to the checks
+
+
+def test_isolation_varies_one_choice_at_a_time_on_the_same_seeds(race_runs, tmp_path):
+    import shutil
+    from gatelab.papers import races
+    runs_dir, _ = race_runs
+    grid = tmp_path / "runs"
+    shutil.copytree(runs_dir, grid)
+    for p in grid.rglob("results.json"):  # the runs as the paper's cell σ₀=1e-5, N=200; seed 1 as a 300-epoch run
+        r = json.loads(p.read_text())
+        r["config"]["arch"]["init_std"], r["config"]["arch"]["dense"] = 1e-5, [300]
+        r["config"]["dataset"]["limit_train"], r["config"]["epochs"] = 200, 300 if "seed1-" in str(p) else 100
+        p.write_text(json.dumps(r))
+    df = races.write_isolation(grid, tmp_path / "out", command="make races")
+    found, _ = races.scan(grid)
+    net = races.net_at(next(r for r in found if r.imp is None and r.seed == 0), "last.pt")
+    v = {"w1+b1+w2": neurons.total_weights(net), "w1": neurons.total_weights(net, ("w1",))}
+    for tau in (0.95, 0.99):
+        line = lambda choice, variant: df[(df.choice == choice) & (df.variant.str.startswith(variant))  # noqa: E731
+                                          & (df.tau == tau)].iloc[0]
+        k = {name: int(neurons.clusters(vec, tau).max()) + 1 for name, vec in v.items()}
+        complete = int(neurons.clusters(v["w1+b1+w2"], tau, "complete").max()) + 1
+        assert line("default", "single").k_mean == k["w1+b1+w2"] and line("default", "single").seeds == "0"
+        assert line("clustering rule", "complete").k_mean == complete
+        assert line("clustering rule", "complete").delta_k == complete - k["w1+b1+w2"]
+        assert line("weight vector", "w1 only").k_mean == k["w1"]
+        assert line("epochs", "300").seeds == "1"  # a trained variant is a group of its own runs
+        assert line("default", "single").paper_k == races.PAPER_TABLE1[(1e-5, 200)][tau][0]
+    text = (tmp_path / "out" / "isolation.md").read_text()
+    assert "| **paper** |" in text and "complete linkage" in text and "make races" in text

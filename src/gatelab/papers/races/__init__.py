@@ -12,6 +12,8 @@ vs automobile+bird, SGD 1e-3 momentum 0.9, batch 4) and their checkpoints; train
   (:func:`gatelab.analyses.neurons.merge`), on the training and the test set. Mean ± std over seeds, with
   ddof 0 (what the paper's table looks like: 3 values, np.std) and ddof 1.
 * Checks: pm1 against unit inputs, and the number of epochs, on the cell N=200, σ₀=1e-5.
+* Isolation (``isolation``): which choice moves k at σ₀=1e-5, τ=0.95/0.99 (clustering rule, weight
+  vector, input scale, epochs), one at a time (:mod:`gatelab.papers.races.isolation`).
 * Fig 1: the loss (drop step marked), the cosine matrix sorted by cluster (τ=0.99), a_α against
   cos δ̄_α early in training for the largest cluster, IMP-pruned weights per neuron at 50%.
 * Fig 3a: k(τ=0.95) against N for several d (σ₀=1e-5); Fig 3b: k at init, just before the loss
@@ -32,6 +34,7 @@ from gatelab.papers.races.table1 import (  # noqa: F401
     run_data, net_at, step_checkpoints, loss_curve, DROP_FRACTION, drop_step,
     Rule, analyse, cell_lines, table1, STABLE_MAX_N, stable_cells,
     render_table1, write_table1)
+from gatelab.papers.races.isolation import isolation, write_isolation  # noqa: F401
 from gatelab.papers.races.figures import (  # noqa: F401
     early_step, neuron_table, figure1, figure3, figures4_5, main_runs,
     figures)
@@ -45,6 +48,11 @@ def main(argv=None) -> None:
     t1.add_argument("--linkage", choices=("single", "complete"), default="single",
                     help="cluster rule: connected components of cos >= tau (single) or complete linkage")
     t1.add_argument("--parts", default="w1,b1,w2", help="the total weight vector's parts (e.g. w1)")
+    iso = sub.add_parser("isolation", help="isolation.{md,csv}: k at sigma_0=1e-5 under each choice, one at a time")
+    iso.add_argument("--runs", type=Path, required=True)
+    iso.add_argument("--out", type=Path, required=True)
+    iso.add_argument("--data", default=None)
+    iso.add_argument("--command", default="")
     f = sub.add_parser("figures", help="Figures 1, 3, 4, 5 from the runs below --runs (PNG, PDF, CSV)")
     f.add_argument("--runs", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)
@@ -56,6 +64,10 @@ def main(argv=None) -> None:
                           Rule(args.linkage, tuple(args.parts.split(","))))
         print((args.out / "table1.md").read_text())
         print(f"{len(df)} lines -> {args.out}/table1.*", file=sys.stderr)
+        return
+    if args.what == "isolation":
+        write_isolation(args.runs, args.out, args.command, args.data)
+        print((args.out / "isolation.md").read_text())
         return
     started = plotting.now()
     res = figures(args.runs, args.out, args.data, args.early)
