@@ -58,7 +58,7 @@ endef
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
 	table2-conv-reduced table4-conv-reduced \
-	races races-quick races-report routing-reduced routing-paper routing-report routing-toy routing-features \
+	races races-quick races-report routing-reduced routing-paper routing-isolation routing-report routing-toy routing-features \
 	routing-backbone
 
 help:
@@ -81,6 +81,7 @@ help:
 	@echo "make routing-reduced paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds): K, gain, leaky, rot"
 	@echo "make routing-paper  paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-report re-render outputs/reports/routing-reduced"
+	@echo "make routing-isolation what moves the zero-shot threshold: M, epochs, images, step size one at a time (~1.5 h, 1 core)"
 	@echo "make routing-backbone train a ResNet-20 for the CIFAR task when resnet20-12fca82f.th is not at hand (GPU)"
 	@echo "make routing-features CIFAR backbone features of the reduced scale (cached) and the backbone's accuracy"
 	@echo "make routing-toy    paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
@@ -220,6 +221,19 @@ routing-paper:
 	$(call routing_runs,outputs/routing-paper,routing_paper,,'arch.dense=[1024]')
 	$(PYTHON) run.py -m '+experiment=routing_paper' dataset.routing.M=100 dataset.routing.K=10,20,30,40,50,60,70,80,90 out_root=outputs/routing-paper $(RUN_ARGS)
 	$(call routing_report,outputs/routing-paper,outputs/reports/routing-paper)
+
+# Issue #21: what moves the linear net's zero-shot threshold (0.60 at the reduced scale, paper ≈0.40): the
+# reduced scale at K/M = 0.4 and 0.5, then one factor changed at a time (images, step size, epochs, M).
+ROUTING_ISO = outputs/routing-isolation
+ROUTING_ISO_VARIANTS = base dataset.limit_train=2000 optimizer.lr=3e-3 epochs=30
+define routing_iso_run
+	$(PYTHON) run.py -m '+experiment=routing_reduced' $(1) out_root=$(ROUTING_ISO) $(RUN_ARGS)
+
+endef
+routing-isolation:
+	$(foreach v,$(ROUTING_ISO_VARIANTS),$(call routing_iso_run,dataset.routing.K=8$(comma)10 $(filter-out base,$(v))))
+	$(call routing_iso_run,dataset.routing.M=40 dataset.routing.K=16$(comma)20)
+	$(PYTHON) -m gatelab.papers.routing isolation --runs $(ROUTING_ISO) --out outputs/reports/routing-isolation --command "$(CMD)"
 
 routing-report:
 	$(call routing_report,outputs/routing-reduced,outputs/reports/routing-reduced)

@@ -285,3 +285,43 @@ def test_a_net_still_on_its_plateau_does_not_count_as_generalising():
     assert good.learned and good.within_2se
     assert math.isnan(stuck.plateau_exit_epoch) and good.plateau_exit_epoch == 1
     assert math.isnan(paper.zero_shot_threshold(df).K_over_M.item())
+
+
+def test_gap_crossing_is_log_linear_between_the_bracketing_k():
+    from gatelab.papers import routing as paper
+    r, extra = paper.gap_crossing([0.4, 0.5], [6.61, 1.30])
+    assert r == pytest.approx(0.4 + math.log(6.61) / (math.log(6.61) - math.log(1.30)) * 0.1) and extra
+    r, extra = paper.gap_crossing([0.3, 0.4, 0.5, 0.6], [27.0, 4.0, 0.5, 0.2])
+    assert r == pytest.approx(0.4 + math.log(4.0) / (math.log(4.0) - math.log(0.5)) * 0.1) and not extra
+    assert paper.gap_crossing([0.4, 0.5], [0.8, 0.1]) == (0.4, True)  # already below at the smallest K
+    assert math.isnan(paper.gap_crossing([0.4], [3.0])[0])
+
+
+def test_isolation_finds_the_base_and_changes_one_factor_at_a_time():
+    from gatelab.papers import routing as paper
+    settings = {"base": dict(M=10, epochs=15, lr=0.01, gaps=(8.0, 2.0)),
+                "longer": dict(M=10, epochs=30, lr=0.01, gaps=(2.0, 0.5)),
+                "slower": dict(M=10, epochs=15, lr=0.001, gaps=(9.0, 4.0)),
+                "two_off": dict(M=20, epochs=30, lr=0.01, gaps=(1.0, 0.1))}
+    rows = []
+    for name, s in settings.items():
+        for k, gap in zip((4, 5), s["gaps"]):
+            for seed in range(3):
+                e = 10.0 + 0.1 * seed
+                rows.append({"path": f"{name}{k}{seed}", "status": "completed", "seed": seed, "task": "t",
+                             "regime": "dln", "M": s["M"], "K": k * s["M"] // 10, "input": "permute", "gain": 1.0,
+                             "h": 8, "lr": s["lr"], "epochs": s["epochs"], "limits": "600/100",
+                             "plateau_exit_epoch": 1, "finished_at": "", "commit": None, "device": "cpu",
+                             "err_trained": e, "err_untrained": e + gap, "loss_trained": 0.4, "loss_untrained": 0.5,
+                             "train_err_trained": e, "train_err_untrained": e})
+    iso = paper.isolation(paper.table(rows)).set_index("factor")
+    assert sorted(iso.index) == ["base", "epochs", "lr"]  # two factors off the base: left out
+    assert iso.loc["epochs", "value"] == 30 and iso.loc["epochs", "base_value"] == 15
+    for name, factor in (("base", "base"), ("longer", "epochs"), ("slower", "lr")):
+        want = paper.gap_crossing([0.4, 0.5], list(settings[name]["gaps"]))[0]
+        assert iso.loc[factor, "k_over_m_at_gap"] == pytest.approx(want)
+        assert iso.loc[factor, "shift"] == pytest.approx(want - iso.loc["base", "k_over_m_at_gap"])
+    assert iso.loc["epochs", "shift"] < 0 < iso.loc["lr", "shift"]
+    from gatelab.papers.routing.isolation import render
+    text = render(iso.reset_index(), rows, "make routing-isolation")
+    assert "| epochs | 15 → 30 |" in text and "| lr | 0.01 → 0.001 |" in text and "make routing-isolation" in text

@@ -10,6 +10,8 @@ on the untrained (input, output) domain pairs of the test set at the last epoch,
 error over seeds (as the paper reports), against K/M; the same against the initialisation gain;
 and the smallest K/M at which the untrained error comes within 2 s.e. of the trained error (the
 paper: about 40% for linear nets, Figs 5c, 7b-c; about 25% with leaky ReLU, Fig 9).
+``isolation`` (:mod:`gatelab.papers.routing.isolation`): that threshold per setting, one factor
+(M, epochs, images, step size) changed at a time.
 """
 from __future__ import annotations
 
@@ -21,11 +23,17 @@ from gatelab.papers.routing.table import (  # noqa: F401
     METRICS, PAPER_ZERO_SHOT, PLATEAU_FRACTION, LEARNED_BELOW, scan, plateau_exit,
     GROUP, table, SWEEP, zero_shot_threshold, render, figures,
     write_table, toy, features)
+from gatelab.papers.routing.isolation import FACTORS, GAP_LEVEL, gap_crossing, isolation, write_isolation  # noqa: F401
 
 
 def main(argv=None) -> None:
     ap, sub, t = report.paper_cli("python -m gatelab.papers.routing", __doc__, "table",
                                   "the routing table (routing.{md,csv}) and figures from the runs below --runs")
+    ip = sub.add_parser("isolation", help="isolation.{md,csv}: the zero-shot threshold of each setting "
+                        "changed one factor at a time (M, epochs, images, lr)")
+    ip.add_argument("--runs", type=Path, required=True)
+    ip.add_argument("--out", type=Path, required=True)
+    ip.add_argument("--command", default="")
     tp = sub.add_parser("toy", help="Figs 3-6: the toy task and XoR against the reduced ODEs (about 20 s)")
     tp.add_argument("--out", type=Path, required=True)
     fp = sub.add_parser("features", help="cache the CIFAR backbone features of a config; print the backbone's accuracy")
@@ -53,6 +61,10 @@ def main(argv=None) -> None:
         return
     if args.what == "features":
         print(features(args.overrides))
+        return
+    if args.what == "isolation":
+        write_isolation(args.runs, args.out, args.command)
+        print((args.out / "isolation.md").read_text())
         return
     started = plotting.now()
     if args.what == "toy":

@@ -1,0 +1,120 @@
+"""Paper 003, the linear net's zero-shot threshold: which setting moves it (issue #21).
+
+At the reduced scale the untrained pathways' error meets the trained error at K/M = 0.60 (within
+2 s.e.), against the paper's ≈0.40 (Fig 7). The settings that differ from the paper's are varied
+one at a time from a base setting: M, the epochs, the number of training images and the step size.
+
+The base is found from the runs: the setting from which the most others differ in exactly one of
+:data:`FACTORS`. Each setting's threshold is read two ways from its K sweep (gain 1):
+
+* K/M at which the gap (untrained − trained test error) falls to :data:`GAP_LEVEL` points,
+  interpolated with log(gap) linear in K/M between the two K values that bracket it (extrapolated,
+  and marked so, when none do): a continuous measure that small sweeps can move;
+* the smallest K/M run whose gap is within 2 s.e. (the report's criterion).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from gatelab.papers import report
+from gatelab.papers.routing.table import PAPER_ZERO_SHOT, scan, table
+
+FACTORS = ("M", "epochs", "limits", "lr")
+FIXED = ("task", "regime", "gain", "h")
+GAP_LEVEL = 1.0  # percentage points of test error
+
+
+def gap_crossing(k_over_m: list[float], gaps: list[float], level: float = GAP_LEVEL) -> tuple[float, bool]:
+    """(K/M where the gap falls to ``level``, extrapolated?) from points sorted by K/M; log(gap) is
+    taken linear in K/M between neighbours. NaN with fewer than two points."""
+    pts = sorted(zip(k_over_m, gaps))
+    if len(pts) < 2:
+        return math.nan, False
+    if pts[0][1] <= level:
+        return pts[0][0], True  # at or below the smallest K/M run
+    logs = [(r, math.log(max(g, 1e-3))) for r, g in pts]
+    pair = next(((a, b) for a, b in zip(logs, logs[1:]) if a[1] > math.log(level) >= b[1]), None)
+    extrapolated = pair is None
+    (r1, l1), (r2, l2) = pair or logs[-2:]
+    if l1 == l2:
+        return math.nan, True
+    return r1 + (l1 - math.log(level)) / (l1 - l2) * (r2 - r1), extrapolated
+
+
+def _settings(df: pd.DataFrame) -> pd.DataFrame:
+    return df[list(FIXED + FACTORS)].drop_duplicates().reset_index(drop=True)
+
+
+def _differ(a: pd.Series, b: pd.Series) -> list[str]:
+    return [f for f in FACTORS if a[f] != b[f]] if all(a[f] == b[f] for f in FIXED) else list(FACTORS + FIXED)
+
+
+def isolation(df: pd.DataFrame) -> pd.DataFrame:
+    """One line per setting (the base first, then each one-factor variant) of the gain-1 K sweeps."""
+    df = df[(df.gain == 1.0) & (df.n > 0)]
+    settings = _settings(df)
+    if not len(settings):
+        return pd.DataFrame()
+    one_off = [sum(len(_differ(s, t)) == 1 for _, t in settings.iterrows()) for _, s in settings.iterrows()]
+    base = settings.iloc[max(range(len(settings)), key=lambda i: (one_off[i], -i))]
+    lines = []
+    for _, s in settings.iterrows():
+        diff = _differ(s, base)
+        if len(diff) > 1:
+            continue
+        g = df[(df[list(FIXED + FACTORS)] == s[list(FIXED + FACTORS)]).all(axis=1)].sort_values("K_over_M")
+        crossing, extrapolated = gap_crossing(list(g.K_over_M), list(g.gap))
+        ok = g[g.within_2se]
+        line = {"factor": diff[0] if diff else "base", "value": s[diff[0]] if diff else "",
+                "base_value": base[diff[0]] if diff else "", **{f: s[f] for f in FIXED + FACTORS},
+                "points": "; ".join(f"{r.K_over_M:.2f}: {r.gap:.2f} ± {math.hypot(r.err_untrained_se, r.err_trained_se):.2f}"
+                                    for r in g.itertuples()),
+                "n": report.joined(g.n), "err_trained": g.err_trained.mean(),
+                "k_over_m_at_gap": crossing, "extrapolated": extrapolated,
+                "k_over_m_2se": float(ok.K_over_M.min()) if len(ok) else math.nan,
+                "max_k_over_m": float(g.K_over_M.max()), "paper": PAPER_ZERO_SHOT.get(s.regime, math.nan)}
+        lines.append(line)
+    out = pd.DataFrame(lines)
+    out["shift"] = out.k_over_m_at_gap - out[out.factor == "base"].k_over_m_at_gap.iloc[0]
+    return out.sort_values(["factor", "value"], key=lambda c: c.map(lambda v: (v != "base", str(v)))
+                           if c.name == "factor" else c.astype(str)).reset_index(drop=True)
+
+
+def render(iso: pd.DataFrame, rows: list[dict], command: str) -> str:
+    out = ["# Routing networks (paper 003): what moves the linear net's zero-shot threshold", "",
+           "Gap = untrained − trained test error (points, mean ± s.e. over seeds) at each K/M run; the threshold "
+           f"as K/M where the gap falls to {GAP_LEVEL:g} point (log-linear between the bracketing K; * extrapolated) "
+           "and as the smallest K/M run within 2 s.e. One setting changed at a time from the base (first line); "
+           "shift: the change of the first measure from the base's.", "",
+           "| factor | base → variant | task | regime | n | err trained | gap at K/M | K/M at gap 1 | shift | "
+           "within 2 s.e. from | paper |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in iso.itertuples():
+        change = "—" if r.factor == "base" else f"{r.base_value} → {r.value}"
+        at = "—" if math.isnan(r.k_over_m_at_gap) else f"{r.k_over_m_at_gap:.2f}{'*' if r.extrapolated else ''}"
+        se2 = f"> {r.max_k_over_m:.2f}" if math.isnan(r.k_over_m_2se) else f"{r.k_over_m_2se:.2f}"
+        shift = "" if r.factor == "base" or math.isnan(r.shift) else f"{r.shift:+.2f}"
+        out.append(f"| {r.factor} | {change} | {r.task} | {r.regime} | {r.n} | {r.err_trained:.2f} | {r.points} | "
+                   f"{at} | {shift} | {se2} | ≈{r.paper:.2f} |")
+    base = iso[iso.factor == "base"].iloc[0]
+    out += ["", f"Base: M={base.M}, {base.epochs} epochs, {base.limits} train/test images, lr {base.lr:g}, "
+            f"h={base.h}, gain {base.gain:g}."]
+    runs = [report.Run(r["path"], r["status"], ("routing", "sgd", r["task"]), r["regime"], r["lr"], r["seed"], None,
+                       r["epochs"], (None, None), r["finished_at"], r["commit"], r["device"], {}, None, None) for r in rows]
+    out += ["", "## Provenance", *report.provenance(runs, command, [
+        f"M {report.joined(iso.M)}, epochs {report.joined(iso.epochs)}, images {report.joined(iso.limits)}, "
+        f"lr {report.joined(iso.lr)}"])]
+    return "\n".join(out) + "\n"
+
+
+def write_isolation(runs_dir: Path, out: Path, command: str = "") -> Optional[pd.DataFrame]:
+    """``isolation.{md,csv}`` in ``out`` from the routing runs below ``runs_dir``."""
+    rows, _ = scan(runs_dir)
+    iso = isolation(table(rows))
+    if not len(iso):
+        raise SystemExit(f"no gain-1 routing K sweeps below {runs_dir}")
+    report.write_outputs(out, "isolation", iso, {"md": render(iso, rows, command)})
+    return iso
