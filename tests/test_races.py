@@ -220,7 +220,7 @@ def test_loss_drop_is_the_first_step_a_tenth_of_the_way_down():
     assert races.drop_step(curve.iloc[:1]) is None
 
 
-def test_race_figures_are_written_with_their_data(race_runs, tmp_path):
+def test_race_figures_are_written_with_their_data(race_runs, tmp_path, monkeypatch):
     from gatelab.papers import races
     runs_dir, _ = race_runs
     found, _ = races.scan(runs_dir)
@@ -239,8 +239,12 @@ def test_race_figures_are_written_with_their_data(race_runs, tmp_path):
         r = json.loads(p.read_text())
         r["config"]["arch"]["init_std"], r["config"]["dataset"]["limit_train"] = 1e-5, 200
         p.write_text(json.dumps(r))
-    races.figures(grid, tmp_path / "all")  # every figure of `make races-report` (no text over other axes)
+    races.figures(grid, tmp_path / "all")  # the figures of `make races-report` (no text over other axes)
     assert sorted(p.name for p in (tmp_path / "all").glob("*.png")) == ["figure3.png", "figure4.png"]  # 1, 5: d=300 runs only
+    monkeypatch.setitem(races.DEFAULT, "d", 12)  # the tiny nets as the paper's d: Figs 1 and 5 too
+    races.figures(grid, tmp_path / "every")
+    assert sorted(p.name for p in (tmp_path / "every").glob("*.png")) == [
+        "figure1.png", "figure1a_loss.png", "figure3.png", "figure4.png", "figure5.png"]
     for _, line in out.iterrows():
         run = next(f for f in found if f.imp is None and f.seed == line.seed)
         labels = neurons.clusters(neurons.total_weights(races.net_at(run, "last.pt")), 0.95)

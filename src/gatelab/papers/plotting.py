@@ -26,9 +26,11 @@ def overlaps(fig) -> list[str]:
     renderer = fig.canvas.get_renderer()
     boxes = [(ax, ax.get_window_extent(renderer)) for ax in fig.axes if ax.get_visible()]
     found = []
-    for ax, _ in boxes:
-        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels()]
-        for t in texts:
+    for ax, box in boxes:
+        # a tick label is drawn only when its tick lies within the view limits (its centre within the axes)
+        xt = [t for t in ax.get_xticklabels() if box.x0 - 1 <= _centre(t, renderer)[0] <= box.x1 + 1]
+        yt = [t for t in ax.get_yticklabels() if box.y0 - 1 <= _centre(t, renderer)[1] <= box.y1 + 1]
+        for t in [ax.title, ax.xaxis.label, ax.yaxis.label, *xt, *yt]:
             if not (t.get_visible() and t.get_text()):
                 continue
             tb = t.get_window_extent(renderer)
@@ -37,6 +39,11 @@ def overlaps(fig) -> list[str]:
                     found.append(f"{t.get_text()!r} of axes {ax.get_title() or ax.get_label()!r} overlaps axes "
                                  f"{other.get_title() or other.get_label() or 'colour bar'!r}")
     return found
+
+
+def _centre(text, renderer) -> tuple[float, float]:
+    b = text.get_window_extent(renderer)
+    return (b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2
 
 
 def save(fig, df: pd.DataFrame, out: Path, name: str) -> None:
