@@ -32,6 +32,10 @@ def test_figure3_panels_write_png_pdf_csv(tiny_root, tmp_path, monkeypatch):
     assert sorted(p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("results.json")) == before
     with pytest.raises(SystemExit):
         npf.main(["figure9"])
+    for panel in ("left", "middle", "right"):
+        (out / f"figure3_{panel}.png").unlink()
+    assert npf.replot(out, "quick") == ["figure3_left", "figure3_middle", "figure3_right"]
+    assert all((out / f"figure3_{panel}.png").stat().st_size > 0 for panel in ("left", "middle", "right"))
 
 
 def test_frg_gram_entries_follow_eq_5():
@@ -52,6 +56,14 @@ def test_dgn_figures_write_files_and_gd_converges(tmp_path):
     names = ["dgn_figure1", "dgn_figure2", "dgn_figure3", "dgn_figure4_galu", "dgn_figure4_relu"]
     for name in names:
         assert all((tmp_path / f"{name}.{ext}").stat().st_size > 0 for ext in ("png", "pdf", "csv"))
+    # a committed report is redrawn from its CSVs by the current code: same data, new PNGs, one provenance line
+    csvs = {p.name: p.read_bytes() for p in tmp_path.glob("*.csv")}
+    for name in names:
+        (tmp_path / f"{name}.png").unlink()
+    dgn.main(["replot", "--scale", "quick", "--out", str(tmp_path)])
+    assert all((tmp_path / f"{name}.png").stat().st_size > 0 for name in names)
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("*.csv")} == csvs
+    assert "python -m gatelab.papers.dgn replot --scale quick" in (tmp_path / "PROVENANCE.md").read_text()
 
 
 def test_figure7_and_8_on_tiny_data(tiny_root, tmp_path):
@@ -91,3 +103,23 @@ def test_the_overlap_check_sees_a_colour_bar_drawn_over_a_neighbour():
     ax[1].set(title="b", xlabel="x", ylabel="y")
     assert plotting.overlaps(fig) == []
     plotting.plt.close(fig)
+
+
+def test_the_legend_check_sees_a_legend_over_points_and_bars_but_not_beside_them():
+    from gatelab.papers import plotting
+    from gatelab.papers.plotting import plt
+    fig, ax = plt.subplots()
+    ax.plot([0, 0.05, 1, 2], [2, 1.95, 1, 0], "o-", label="falls from the top left")
+    ax.legend(loc="upper left")
+    assert plotting.legend_over_data(fig)
+    ax.legend(loc="lower left")
+    assert plotting.legend_over_data(fig) == []
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.bar([0, 1], [5, 1], label="bars")
+    ax.axvline(0.5, label="a reference line is not data")
+    ax.legend(loc="upper left")
+    assert plotting.legend_over_data(fig)
+    ax.legend(loc="upper right")
+    assert plotting.legend_over_data(fig) == []
+    plt.close(fig)

@@ -41,6 +41,44 @@ def overlaps(fig) -> list[str]:
     return found
 
 
+def _data_points(ax):
+    """Display coordinates of the data an axes draws: line vertices in data coordinates (not the
+    reference lines of axhline/axvline), scatter points, bar tops."""
+    import numpy as np
+    pts = [ax.transData.transform(line.get_xydata()) for line in ax.get_lines()
+           if line.get_visible() and len(line.get_xydata()) and line.get_transform() == ax.transData]
+    pts += [c.get_offset_transform().transform(c.get_offsets()) for c in ax.collections
+            if c.get_visible() and len(c.get_offsets())]
+    for patch in ax.patches:
+        if patch.get_visible():
+            b = patch.get_window_extent()
+            pts.append(np.array([[b.x0, b.y1], [b.x1, b.y1], [(b.x0 + b.x1) / 2, b.y1]]))
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def legend_over_data(fig) -> list[str]:
+    """Legends drawn over the data of their own axes (a point, a line vertex or a bar top inside the
+    legend's box): the reader loses what is under them."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is None or not leg.get_visible():
+            continue
+        box = leg.get_window_extent(renderer)
+        pts = _data_points(ax)
+        inside = ((pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1)).sum()
+        if inside:
+            found.append(f"the legend of axes {ax.get_title() or ax.get_label()!r} covers {int(inside)} data point(s)")
+    return found
+
+
+def caption(fig, paper: str, figure: str, detail: str = "") -> None:
+    """The figure's title: which paper figure it stands for and what made it (scale, runs, seeds)."""
+    fig.suptitle(f"Paper {paper}, {figure}" + (f": {detail}" if detail else ""), fontsize=10)
+
+
 def _centre(text, renderer) -> tuple[float, float]:
     b = text.get_window_extent(renderer)
     return (b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2
@@ -48,12 +86,13 @@ def _centre(text, renderer) -> tuple[float, float]:
 
 def save(fig, df: pd.DataFrame, out: Path, name: str) -> None:
     """``<out>/<name>.{png,pdf,csv}``; the PDF carries no creation date, so it is reproducible. A
-    figure whose text overlaps another axes is reported (an error under ``$GATELAB_STRICT_FIGURES``)."""
+    figure whose text overlaps another axes, or whose legend covers its data, is reported (an error
+    under ``$GATELAB_STRICT_FIGURES``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if fig.get_layout_engine() is None:  # constrained layouts (colour bars) place themselves
         fig.tight_layout()
-    clutter = overlaps(fig)
+    clutter = overlaps(fig) + legend_over_data(fig)
     if clutter:
         message = f"{name}: " + "; ".join(clutter[:3]) + (f" (+{len(clutter) - 3} more)" if len(clutter) > 3 else "")
         if os.environ.get(STRICT):
@@ -85,3 +124,18 @@ def write_provenance(out: Path, prog: str, argv, scale: dict, started: str) -> N
     at = next((i for i, x in enumerate(lines) if x.startswith(head)), len(kept))
     kept.insert(min(at, len(kept)), line)
     path.write_text("\n".join(kept) + "\n")
+
+
+def add_replot(sub, scales) -> None:
+    """The ``replot`` subcommand of a paper's CLI: redraw a report directory's figures from their CSVs."""
+    rp = sub.add_parser("replot", help="redraw the figures of a report directory from their CSVs (no training)")
+    rp.add_argument("--out", type=Path, required=True, help="the report directory holding the figures' CSVs")
+    rp.add_argument("--scale", default="quick", choices=sorted(scales), help="the scale the figures were made at")
+
+
+def replot(prog: str, argv, args, redraw) -> None:
+    """Run ``redraw(out, scale)`` for the ``replot`` subcommand and record it in PROVENANCE.md."""
+    done = redraw(args.out, args.scale)
+    print("redrawn:", ", ".join(done) or "nothing (no CSV of a figure found)")
+    if done:
+        write_provenance(args.out, prog, argv, {"redrawn from the CSVs": done, "scale": args.scale}, "")

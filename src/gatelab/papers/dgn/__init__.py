@@ -3,6 +3,7 @@
 ``python -m gatelab.papers.dgn table4 --runs outputs/table4 --out outputs/reports/table4``
 ``python -m gatelab.papers.dgn figures1-4 --scale quick --out outputs/reports/dgn-figures``
 ``python -m gatelab.papers.dgn figures7-8 --scale quick --runs outputs/dgn7-quick --out outputs/reports/dgn-figures``
+``python -m gatelab.papers.dgn replot --scale paper --out outputs/reports/dgn-figures-paper`` (redraw from the CSVs)
 
 * Table 4: CIFAR-10, Adam 3e-4, the VCONV-shaped conv net: DLN, ReLU and soft-ReLU for β × ε; mean
   over seeds of each run's best train and best test accuracy, beside the published values.
@@ -21,7 +22,7 @@ from gatelab.papers import plotting, report
 from gatelab.papers.dgn.figures import (  # noqa: F401
     FRG_SCALES, frg_network, ideal_frg_spectrum, frg_entries, frg_data, figure1_plot,
     figure2_plot, convergence_plot, figures1_4, FIG7_SCALES, FIG7_NETWORKS, NU_NETWORKS,
-    figure7_8_data, figure7_plot, figure8_plot, figures7_8)
+    figure7_8_data, figure7_plot, figure8_plot, figures7_8, replot)
 from gatelab.papers.dgn.table4 import (  # noqa: F401
     TABLE4_BETAS, PAPER_TABLE4, table4, render_table4_markdown, write_table4)
 
@@ -34,6 +35,7 @@ def main(argv=None) -> None:
         p.add_argument("--scale", default="quick", choices=sorted(scales))
         p.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
     f78.add_argument("--runs", default="outputs/dgn7", help="out_root of the training runs")
+    plotting.add_replot(sub, FRG_SCALES)
     f78.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_args(argv)
     if args.what == "table4":
@@ -42,6 +44,8 @@ def main(argv=None) -> None:
         print((args.out / "table4.md").read_text())
         print(f"{len(df)} networks -> {args.out}/table4.*", file=sys.stderr)
         return
+    if args.what == "replot":
+        return plotting.replot("gatelab.papers.dgn", argv, args, replot)
     started = plotting.now()
     if args.what == "figures1-4":
         scale = FRG_SCALES[args.scale]

@@ -148,23 +148,29 @@ def figure1_plot(res: dict, scale: dict):
         ax.set_xlabel("eigenvalue index (ascending)")
     axes[0].set_ylabel("cumulative eigenvalue of K0/d")
     axes[0].legend(fontsize=7)
+    plotting.caption(fig, "002", "Fig 1", f"DGN-FRG Gram matrix K0/d at initialisation, n={N_EXAMPLES} examples")
     return fig
 
 
 def figure2_plot(entries: pd.DataFrame, scale: dict):
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    """Mean diagonal and off-diagonal entries of K0/d against depth, beside eq. (5): 1 and µ^(d-1)."""
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     for ax, col, ideal_col, title in ((axes[0], "diag", "ideal_diag", "diagonal K0(s,s)/d"),
                                       (axes[1], "offdiag", "ideal_offdiag", "off-diagonal K0(s,s')/d")):
-        ax.plot(entries.depth, entries[col], "o-", label=f"measured (w=500, {scale['entry_runs']} runs)")
+        ax.plot(entries.depth, entries[col], "o-", label=f"measured (w=500, mean of {scale['entry_runs']} runs)")
         ax.plot(entries.depth, entries[ideal_col], "k:", label="ideal, eq. (5)")
-        ax.set_xlabel("depth d")
+        ax.set(xlabel="depth d", ylabel=title, xticks=list(entries.depth))
         ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=7)
+    axes[0].set_ylim(0, 1.3)
+    axes[0].legend(fontsize=7, loc="lower right")
+    axes[1].legend(fontsize=7, loc="upper right")
+    plotting.caption(fig, "002", "Fig 2", f"entries of K0/d at initialisation, µ={MU}")
     return fig
 
 
-def convergence_plot(res: dict, widths: list, depths: list, name: str):
-    """Figure 3 (DGN-FRG) / Figure 4 (GaLU, ReLU): ‖e_t‖²/‖e_0‖² and the e.c.d.f of K0/ρmax per width."""
+def convergence_plot(res: dict, widths: list, depths: list, name: str, runs: int, figure: str):
+    """Figure 3 (DGN-FRG) / Figure 4 (GaLU, ReLU): ‖e_t‖²/‖e_0‖² and the cumulative eigenvalues of
+    K0/ρmax per width, means over ``runs`` random nets."""
     conv, spec, color = res["convergence"], res["spectrum"], _depth_colors(depths)
     fig, axes = plt.subplots(1, 2 * len(widths), figsize=(4.2 * 2 * len(widths), 3.4))
     for i, w in enumerate(widths):
@@ -174,11 +180,12 @@ def convergence_plot(res: dict, widths: list, depths: list, name: str):
             sub = spec[(spec.width == w) & (spec.depth == d)]
             axes[len(widths) + i].plot(sub["index"], sub.ecdf_over_max, color=color[d], label=f"d={d}")
         axes[i].set_yscale("log")
-        axes[i].set_xlabel("GD step (α = 0.1/ρmax)")
-        axes[i].set_title(f"{name}: ‖e_t‖²/‖e_0‖², w={w}", fontsize=9)
-        axes[len(widths) + i].set_xlabel("eigenvalue index (ascending)")
-        axes[len(widths) + i].set_title(f"{name}: e.c.d.f of K0/ρmax, w={w}", fontsize=9)
-    axes[0].legend(fontsize=7)
+        axes[i].set(xlabel="GD step (α = 0.1/ρmax)", ylabel="‖e_t‖² / ‖e_0‖²")
+        axes[i].set_title(f"{name}: training error, w={w}", fontsize=9)
+        axes[len(widths) + i].set(xlabel="eigenvalue index (ascending)", ylabel="cumulative eigenvalue of K0/ρmax")
+        axes[len(widths) + i].set_title(f"{name}: spectrum of K0/ρmax, w={w}", fontsize=9)
+    axes[0].legend(fontsize=7, loc="lower left")
+    plotting.caption(fig, "002", figure, f"{name}, n={N_EXAMPLES} examples, mean of {runs} random nets")
     return fig
 
 
@@ -193,7 +200,8 @@ def figures1_4(scale: dict, out: Path) -> dict[str, dict]:
             plotting.save(figure1_plot(res, scale), pd.concat([res["spectrum"].assign(source="measured"),
                                                                res["ideal"].assign(source="ideal")]), out, "dgn_figure1")
             plotting.save(figure2_plot(res["entries"], scale), res["entries"], out, "dgn_figure2")
-        plotting.save(convergence_plot(res, widths, scale["depths"], name), res["convergence"], out, fig_name)
+        plotting.save(convergence_plot(res, widths, scale["depths"], name, scale["runs"], "Fig 3" if kind == "frg" else "Fig 4"),
+                      res["convergence"], out, fig_name)
         res["spectrum"].to_csv(Path(out) / f"{fig_name}_spectrum.csv", index=False, float_format="%.6g")
     return results
 
@@ -246,7 +254,8 @@ def figure7_8_data(scale: dict, common: list[str]) -> tuple[pd.DataFrame, pd.Dat
     return df, pd.DataFrame(nus).groupby(["network", "epoch"], as_index=False)["nu"].mean()
 
 
-def figure7_plot(df: pd.DataFrame):
+def figure7_plot(df: pd.DataFrame, scale: dict):
+    """Training and test accuracy (%) over epochs of the networks of experiments 3-5, means over seeds."""
     panels = [("train_acc", list(FIG7_NETWORKS)[:4], "training: the 4 networks of experiment 3"),
               ("test_acc", list(FIG7_NETWORKS)[:4], "test: the 4 networks of experiment 3"),
               ("test_acc", ["learned gates", "GaLU frozen"], "test: learned vs non-learned gates (exp. 5)"),
@@ -255,27 +264,63 @@ def figure7_plot(df: pd.DataFrame):
     for ax, (col, labels, title) in zip(axes, panels):
         for label in labels:
             sub = df[df.network == label]
-            ax.plot(sub.epoch, sub[col], "o-", ms=3, label=label)
+            ax.plot(sub.epoch, 100 * sub[col], "o-", ms=3, label=label)
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("epoch")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("accuracy")
+        ax.set(xlabel="epoch", ylabel=f"{'training' if col == 'train_acc' else 'test'} accuracy (%)")
+        ax.legend(fontsize=7, loc="lower right")
+    plotting.caption(fig, "002", "Fig 7", f"Binary-MNIST, FC w=100 d=6, RMSprop 1e-4, mean of {scale['seeds']} seed(s)"
+                     + (f", {_data_text(scale)}" if scale["data"] else ""))
     return fig
 
 
-def figure8_plot(nu_df: pd.DataFrame):
-    fig, ax = plt.subplots(figsize=(5, 3.6))
+def _data_text(scale: dict) -> str:
+    return " ".join(x.split("=", 1)[1] for x in scale["data"]) + " train/test images"
+
+
+def figure8_plot(nu_df: pd.DataFrame, scale: dict):
+    """ν_t of the trace-normalised NTK over training (log scale: the paper's ordering is at the end)."""
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
     for label, sub in nu_df.groupby("network"):
         ax.plot(sub.epoch, sub.nu, "o-", label=label)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel(r"$\nu_t = y^\top \hat K_t^{-1} y$")
-    ax.set_title("Fig. 8 equivalent: Binary-MNIST, 200 examples", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set(xlabel="epoch", ylabel=r"$\nu_t = y^\top \hat K_t^{-1} y$", yscale="log")
+    ax.set_title(f"Binary-MNIST, 200 examples, mean of {scale['seeds']} seed(s)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    plotting.caption(fig, "002", "Fig 8")
     return fig
 
 
 def figures7_8(scale: dict, common: list[str], out: Path) -> pd.DataFrame:
     df, nu_df = figure7_8_data(scale, common)
-    plotting.save(figure7_plot(df), df, out, "dgn_figure7")
-    plotting.save(figure8_plot(nu_df), nu_df, out, "dgn_figure8")
+    plotting.save(figure7_plot(df, scale), df, out, "dgn_figure7")
+    plotting.save(figure8_plot(nu_df, scale), nu_df, out, "dgn_figure8")
     return df
+
+
+def replot(out: Path, scale: str) -> list[str]:
+    """Redraw the figures of a report directory from the CSVs beside them (the data each figure
+    plots), with the current plotting code; ``scale`` names the FRG and Figure 7 scales they ran at.
+    Returns the figures redrawn."""
+    out, frg, fig7, done = Path(out), FRG_SCALES[scale], FIG7_SCALES[scale], []
+    csv = lambda name: pd.read_csv(out / f"{name}.csv") if (out / f"{name}.csv").is_file() else None  # noqa: E731
+    if (both := csv("dgn_figure1")) is not None:
+        res = {"spectrum": both[both.source == "measured"], "ideal": both[both.source == "ideal"]}
+        plotting.save(figure1_plot(res, frg), both, out, "dgn_figure1")
+        done.append("dgn_figure1")
+    if (entries := csv("dgn_figure2")) is not None:
+        plotting.save(figure2_plot(entries, frg), entries, out, "dgn_figure2")
+        done.append("dgn_figure2")
+    for name, label, widths in (("dgn_figure3", "DGN-FRG", frg["widths"]), ("dgn_figure4_galu", "GaLU", [frg["w_galu"]]),
+                                ("dgn_figure4_relu", "ReLU", [frg["w_galu"]])):
+        conv, spec = csv(name), csv(f"{name}_spectrum")
+        if conv is not None and spec is not None:
+            fig = convergence_plot({"convergence": conv, "spectrum": spec}, widths, frg["depths"], label, frg["runs"],
+                                   "Fig 3" if name == "dgn_figure3" else "Fig 4")
+            plotting.save(fig, conv, out, name)
+            done.append(name)
+    if (df := csv("dgn_figure7")) is not None:
+        plotting.save(figure7_plot(df, fig7), df, out, "dgn_figure7")
+        done.append("dgn_figure7")
+    if (nu_df := csv("dgn_figure8")) is not None:
+        plotting.save(figure8_plot(nu_df, fig7), nu_df, out, "dgn_figure8")
+        done.append("dgn_figure8")
+    return done

@@ -2,6 +2,7 @@
 
 ``python -m gatelab.papers.npf table2 --runs outputs/table2 --out outputs/reports/table2``
 ``python -m gatelab.papers.npf figure3 --scale quick --runs outputs/figure3-quick --out outputs/reports/figure3``
+``python -m gatelab.papers.npf replot --scale paper --out outputs/reports/figure3-paper`` (redraw from the CSVs)
 
 Table 2: best test accuracy (%) per run, mean ± std over seeds (``--ddof 1``, ours, by default;
 ``--ddof 0`` is ``np.std`` as the paper's code). Each row's experiment runs one step size, the
@@ -29,7 +30,7 @@ from gatelab.papers.npf.table2 import (  # noqa: F401
     step_sizes, gap, render_table2_markdown, render_table2_latex, write_table2)
 from gatelab.papers.npf.figure3 import (  # noqa: F401
     CNTK_GCONV, SCALES, figure3_left_data, figure3_left_plot, figure3_middle_data, figure3_middle_plot,
-    figure3_right_data, figure3_right_plot, FIGURE3, figure3)
+    figure3_right_data, figure3_right_plot, FIGURE3, figure3, replot)
 
 
 def main(argv=None) -> None:
@@ -43,6 +44,7 @@ def main(argv=None) -> None:
     f3.add_argument("--runs", default="outputs/figure3", help="out_root of the training runs")
     f3.add_argument("--out", type=Path, default=Path("outputs/reports/figure3"))
     f3.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
+    plotting.add_replot(sub, SCALES)
     args = ap.parse_args(argv)
     if args.what == "table2":
         lrs = {k: float(v) for k, v in (item.split("=", 1) for item in args.lr)}
@@ -51,6 +53,8 @@ def main(argv=None) -> None:
         print((args.out / "table2.md").read_text())
         print(f"{len(df)} cells -> {args.out}/table2.*", file=sys.stderr)
         return
+    if args.what == "replot":
+        return plotting.replot("gatelab.papers.npf", argv, args, replot)
     started = plotting.now()
     scale = SCALES[args.scale]
     frames = figure3(args.panels, scale, [f"out_root={args.runs}", *args.overrides], args.out)

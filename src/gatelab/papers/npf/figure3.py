@@ -12,6 +12,7 @@ from gatelab.papers.plotting import plt
 from gatelab.analyses import kernels
 from gatelab.data import datasets as data_mod
 from gatelab.launch.runner import ensure_run, examples, model_at
+from gatelab.papers.npf.table2 import PAPER_TABLE2
 
 
 # ---- Figure 3 ----
@@ -51,16 +52,28 @@ def figure3_left_data(common: list[str], scale: dict) -> pd.DataFrame:
     return df
 
 
-def figure3_left_plot(df: pd.DataFrame):
-    fig, ax = plt.subplots(figsize=(5, 3.6))
-    ax.plot(df.stage, df.flnpf_best_test_acc, "o-", label="FLNPF-k (gates of ReLU at stage k)")
-    ax.axhline(df.relu_best_test_acc[0], color="k", ls="-", lw=1, label="ReLU (best)")
-    ax.axhline(df.frnpf_ii_best_test_acc[0], color="tab:red", ls="--", lw=1, label="FRNPF-II")
-    ax.axhline(CNTK_GCONV, color="tab:green", ls=":", lw=1, label="CNTK 77.43 (published, full data)")
+def _scale_text(scale: dict) -> str:
+    return ", ".join(x.replace("dataset.limit_", "") for x in scale["data"] if x.startswith("dataset.limit_")) or "all images"
+
+
+def figure3_left_plot(df: pd.DataFrame, scale: dict):
+    """FLNPF-k's best test accuracy per stage, beside our ReLU and FRNPF-II and the published
+    ReLU, FRNPF-II (Table 2, GCONV Adam) and CNTK values."""
+    paper = PAPER_TABLE2[("gconv", "adam", "cifar10")]
+    fig, ax = plt.subplots(figsize=(8.4, 4.0))
+    ax.plot(df.stage, df.flnpf_best_test_acc, "o-", label="ours: FLNPF-k (gates of ReLU at stage k)")
+    ax.axhline(df.relu_best_test_acc[0], color="k", ls="-", lw=1, label="ours: ReLU (best)")
+    ax.axhline(df.frnpf_ii_best_test_acc[0], color="tab:red", ls="-", lw=1, label="ours: FRNPF-II")
+    ax.axhline(paper["relu"][0], color="k", ls="--", lw=1, label=f"paper: ReLU {paper['relu'][0]}")
+    ax.axhline(paper["frnpf_ii"][0], color="tab:red", ls="--", lw=1, label=f"paper: FRNPF-II {paper['frnpf_ii'][0]}")
+    ax.axhline(CNTK_GCONV, color="tab:green", ls=":", lw=1, label=f"CNTK {CNTK_GCONV} (published)")
     ax.set_xlabel(f"stage k (ReLU epoch {', '.join(map(str, df.source_epoch))})")
     ax.set_ylabel("best test accuracy (%)")
-    ax.set_title("Fig. 3 left: GCONV / CIFAR-10 / Adam", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"GCONV / CIFAR-10 / Adam, 1 seed, {_scale_text(scale)}, FLNPF {scale['flnpf_epochs']} epochs",
+                 fontsize=8)
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the axes: never over the data
+    plotting.caption(fig, "001", "Fig 3 left")
     return fig
 
 
@@ -79,12 +92,14 @@ def figure3_middle_data(common: list[str], scale: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure3_middle_plot(df: pd.DataFrame):
-    fig, ax = plt.subplots(figsize=(5, 3.6))
+def figure3_middle_plot(df: pd.DataFrame, scale: dict):
+    """ν_t of the NPK over the training of one ReLU net (the paper gives the trend, no values)."""
+    fig, ax = plt.subplots(figsize=(5, 3.8))
     ax.plot(df.epoch, df.nu, "o-")
     ax.set_xlabel("epoch")
     ax.set_ylabel(r"$\nu_t = y^\top \hat H_t^{-1} y$")
-    ax.set_title("Fig. 3 middle: Binary-MNIST, FC w=100 d=5, n'=200", fontsize=9)
+    ax.set_title(f"Binary-MNIST, FC w=100 d=5, Adam, 1 seed, n'=200, {_scale_text(scale)}", fontsize=8)
+    plotting.caption(fig, "001", "Fig 3 middle")
     return fig
 
 
@@ -105,14 +120,16 @@ def figure3_right_data(common: list[str], scale: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure3_right_plot(df: pd.DataFrame):
-    fig, ax = plt.subplots(figsize=(5, 3.6))
-    for col, style in (("trace_Kv", "o-"), ("trace_Kf", "s-"), ("fro_Kv", "o--"), ("fro_Kf", "s--")):
-        ax.plot(df.epoch, df[col], style, label=col.replace("_K", " K").replace("v", "ᵛ").replace("Kf", "Kᶠ"))
-    ax.set_yscale("log")
-    ax.set_xlabel("epoch")
-    ax.set_title("Fig. 3 right: DLNPF FC / MNIST, 100 examples", fontsize=9)
-    ax.legend(fontsize=7)
+def figure3_right_plot(df: pd.DataFrame, scale: dict):
+    """Trace and Frobenius norm of the NTK blocks Kᵛ (value network) and Kᶠ (feature network)."""
+    fig, ax = plt.subplots(figsize=(5, 3.8))
+    for col, style, label in (("trace_Kv", "o-", "tr Kᵛ"), ("trace_Kf", "s-", "tr Kᶠ"),
+                              ("fro_Kv", "o--", "‖Kᵛ‖_F"), ("fro_Kf", "s--", "‖Kᶠ‖_F")):
+        ax.plot(df.epoch, df[col], style, label=label)
+    ax.set(yscale="log", xlabel="epoch", ylabel="trace, Frobenius norm")
+    ax.set_title(f"DLNPF FC / MNIST, Adam, 1 seed, 100 examples, {_scale_text(scale)}", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    plotting.caption(fig, "001", "Fig 3 right")
     return fig
 
 
@@ -125,7 +142,20 @@ def figure3(panels: list[str], scale: dict, common: list[str], out: Path) -> dic
     for panel in panels:
         compute, plot = FIGURE3[panel]
         frames[panel] = df = compute(common, scale[panel])
-        plotting.save(plot(df), df, out, f"figure3_{panel}")
+        plotting.save(plot(df, scale[panel]), df, out, f"figure3_{panel}")
     return frames
+
+
+def replot(out: Path, scale: str) -> list[str]:
+    """Redraw the Figure 3 panels of a report directory from their CSVs with the current plotting
+    code; ``scale`` names the scale they ran at. Returns the panels redrawn."""
+    done = []
+    for panel, (_, plot) in FIGURE3.items():
+        path = Path(out) / f"figure3_{panel}.csv"
+        if path.is_file():
+            df = pd.read_csv(path)
+            plotting.save(plot(df, SCALES[scale][panel]), df, out, f"figure3_{panel}")
+            done.append(f"figure3_{panel}")
+    return done
 
 
