@@ -151,6 +151,8 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     assert math.isnan(df[df.K == 6].err_untrained.item())  # K = M: no untrained pair
     text = (tmp_path / "out" / "routing.md").read_text()
     assert "make routing-reduced" in text and (tmp_path / "out" / "error_vs_K.png").is_file()
+    (tmp_path / "out" / "error_vs_K.png").unlink()  # redrawn from routing.csv alone
+    assert paper.replot(tmp_path / "out") == ["error_vs_K"] and (tmp_path / "out" / "error_vs_K.png").is_file()
     # the zero-shot threshold: the smallest K/M whose gap is within 2 s.e.
     # a lone K at another length (60 epochs) is not a sweep: no threshold of its own
     fake = pd.DataFrame({"task": "t", "regime": "dln", "M": 10, "K": [2, 4, 6, 2], "K_over_M": [.2, .4, .6, .2],

@@ -81,27 +81,43 @@ def figure1(runs, root, early, out: Path) -> dict:
     order = np.argsort(df.cluster99.to_numpy(), kind="stable")
     cos = neurons.cosine_matrix(neurons.total_weights(net_at(run, "last.pt"))).numpy()[np.ix_(order, order)]
     im = ax[1].imshow(cos, vmin=-1, vmax=1, cmap="RdBu_r")
-    fig.colorbar(im, ax=ax[1], fraction=0.046)
+    fig.colorbar(im, ax=ax[1], fraction=0.046, label="cosine of total weight vectors")
     ax[1].set(title=f"b) cosine, sorted by cluster (τ=0.99, k={df.cluster99.max() + 1})", xlabel="neuron", ylabel="neuron")
     sc = ax[2].scatter(largest.cos_early, largest.a_early, c=np.log10(largest.a_end), s=10)
     fig.colorbar(sc, ax=ax[2], fraction=0.046, label="log10 a(end)")
     ax[2].set(yscale="log", xlabel=f"cos δ̄ (step {info['early']})", ylabel=f"a (step {info['early']})",
               title=f"c) largest cluster ({len(largest)} neurons)")
     if largest["pruned@0.5"].notna().any():
-        ax[3].scatter(largest.cos_early, largest["pruned@0.5"], c=np.log10(largest.a_end), s=10)
+        sc = ax[3].scatter(largest.cos_early, largest["pruned@0.5"], c=np.log10(largest.a_end), s=10)
+        fig.colorbar(sc, ax=ax[3], fraction=0.046, label="log10 a(end)")
     ax[3].set(xlabel=f"cos δ̄ (step {info['early']})", ylabel="weights pruned (IMP 50%, 3 rounds)",
               title="d) pruned per neuron, largest cluster")
     df["run"], df["early_step"], df["drop_step"] = str(run.path), info["early"], info["drop"]
+    who = f"σ₀=1e-5, N=200, d={run.d}, seed {run.seed}, {run.epochs} epochs"
+    plotting.caption(fig, "004", "Fig 1", who)
     plotting.save(fig, df, out, "figure1")
-    plotting.save(*_curve_fig(c), out, "figure1a_loss")
+    plotting.save(*_curve_fig(c, info["drop"], who), out, "figure1a_loss")
     return {"run": str(run.path), "drop_step": info["drop"], "early_step": info["early"], "largest_cluster": len(largest)}
 
 
-def _curve_fig(c: pd.DataFrame):
-    fig, ax = plt.subplots(figsize=(4, 3))
-    ax.plot(c.step, c.loss, ".-", ms=3)
-    ax.set(xscale="symlog", xlabel="step", ylabel="training loss", xlim=(0, None))
+def _curve_fig(c: pd.DataFrame, drop: Optional[int], who: str):
+    """Fig 1a alone: the training loss with the drop we measure and the paper's t≈300."""
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    ax.plot(c.step, c.loss, ".-", ms=3, label="training loss (full training set)")
+    if drop:
+        ax.axvline(drop, color="r", ls="--", label=f"drop ≈ step {drop}")
+    ax.axvline(300, color="gray", ls=":", label="paper: t≈300")
+    ax.set(xscale="symlog", xlabel="step t", ylabel="training loss", xlim=(0, None))
+    ax.set_title(who, fontsize=8)
+    ax.legend(fontsize=7, loc="lower left")
+    plotting.caption(fig, "004", "Fig 1a")
     return fig, c
+
+
+def report_seeds(df: pd.DataFrame) -> str:
+    """The seeds per point of a figure: one number, or the range."""
+    counts = df.groupby([c for c in ("sigma0", "N", "d") if c in df]).seed.nunique()
+    return str(counts.min()) if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
 
 
 def figure3(runs, root, out: Path) -> pd.DataFrame:
@@ -126,25 +142,30 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
                     k = int(neurons.clusters(neurons.total_weights(net_at(r, ckpt)), 0.95).max()) + 1
                     b_lines.append({"sigma0": std, "N": n, "seed": r.seed, "when": when, "k": k, "ckpt": ckpt})
     b = pd.DataFrame(b_lines)
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    fig, ax = plt.subplots(1, 2, figsize=(13, 4.4))
     sa = a[a.sigma0 == 1e-5].groupby(["d", "N"]).k_end.agg(["mean", "std", "count"]).reset_index()
     for d, g in sa.groupby("d"):
         ax[0].errorbar(g.N, g["mean"], g["std"].fillna(0), marker="o", capsize=2, label=f"d={d}")
     ax[0].set(xscale="log", yscale="log", xlabel="N (training examples)", ylabel="clusters k (τ=0.95)",
               title="3a) effective capacity, σ₀=1e-5")
-    if len(sa):
-        ax[0].legend(fontsize=7)
+    paper = sorted((n, v[0.95][0]) for (std, n), v in PAPER_TABLE1.items() if std == 1e-5)
+    ax[0].plot(*zip(*paper), "k*", ms=9, label=f"paper, Table 1 (d={DEFAULT['d']})")
+    ax[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     if len(b):
         sb = b.groupby(["sigma0", "N", "when"], sort=False).k.mean().reset_index()
         labels = [f"σ₀={s:g} N={n}" for s, n in sb[["sigma0", "N"]].drop_duplicates().itertuples(index=False)]
         for j, when in enumerate(("init", "before drop", "end")):
             vals = sb[sb.when == when].k.to_numpy()
-            ax[1].bar(np.arange(len(vals)) + 0.27 * (j - 1), vals, width=0.27, label=when)
+            ax[1].bar(np.arange(len(vals)) + 0.27 * (j - 1), vals, width=0.27, label=f"ours: {when}")
+        cells = sb[["sigma0", "N"]].drop_duplicates().itertuples(index=False)
+        ends = [PAPER_TABLE1.get((s, n), {}).get(0.95, (np.nan,))[0] for s, n in cells]
+        ax[1].plot(np.arange(len(ends)) + 0.27, ends, "k*", ms=9, label="paper: end (Table 1)")
         ax[1].set_xticks(range(len(labels)), labels, rotation=20, fontsize=7)
-        ax[1].set(ylabel="clusters k (τ=0.95)", title="3b) clusters over training")
-        ax[1].legend(fontsize=7)
+        ax[1].set(ylabel="clusters k (τ=0.95)", xlabel="cell", title="3b) clusters over training")
+        ax[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     a["panel"], b["panel"] = "3a", "3b"
     both = pd.concat([a, b], ignore_index=True)
+    plotting.caption(fig, "004", "Fig 3", f"mean ± std over seeds (n={report_seeds(a)}), final networks")
     plotting.save(fig, both, out, "figure3")
     return both
 
@@ -182,19 +203,23 @@ def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
     cols = max(1, len(frames))
     fig4, ax4 = plt.subplots(2, cols, figsize=(4 * cols, 7), squeeze=False, layout="constrained")
     for j, df in enumerate(frames):
-        head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}"
+        head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]} seed {df.seed.iloc[0]}"
         for i, (when, t) in enumerate((("0", 0), ("early", df.early_step.iloc[0]))):
             sc = _scatter(ax4[i, j], df[f"cos_{when}"], df[f"a_{when}"], df, f"{head}: t={t}", "cos δ̄", "a = ‖w1‖‖w2‖", True)
         fig4.colorbar(sc, ax=ax4[:, j], fraction=0.03, label="log10 a(end)")
+    plotting.caption(fig4, "004", "Fig 4", "norm product a against alignment cos δ̄, each cell's first seed")
     plotting.save(fig4, table, out, "figure4")
     pruned = [df for df in frames if df["pruned@0.5"].notna().all()]
     if pruned:
-        fig5, ax5 = plt.subplots(len(SPARSITIES), len(pruned), figsize=(4 * len(pruned), 10), squeeze=False)
+        fig5, ax5 = plt.subplots(len(SPARSITIES), len(pruned), figsize=(4.4 * len(pruned), 10), squeeze=False,
+                                 layout="constrained")
         for j, df in enumerate(pruned):
             for i, sp in enumerate(SPARSITIES):
-                _scatter(ax5[i, j], df.cos_early, df[f"pruned@{sp:g}"], df,
-                         f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}: IMP {int(100 * sp)}%",
-                         f"cos δ̄ (step {df.early_step.iloc[0]})", "weights pruned")
+                sc = _scatter(ax5[i, j], df.cos_early, df[f"pruned@{sp:g}"], df,
+                              f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]} seed {df.seed.iloc[0]}: IMP {int(100 * sp)}%",
+                              f"cos δ̄ (step {df.early_step.iloc[0]})", "weights pruned")
+            fig5.colorbar(sc, ax=ax5[:, j], fraction=0.03, label="log10 a(end)")
+        plotting.caption(fig5, "004", "Fig 5", "weights IMP prunes per neuron against its early alignment")
         plotting.save(fig5, pd.concat(pruned, ignore_index=True), out, "figure5")
     s = pd.DataFrame(stats)
     s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.4f")

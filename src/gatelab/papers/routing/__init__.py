@@ -22,7 +22,7 @@ from gatelab.papers import plotting, report
 from gatelab.papers.routing.table import (  # noqa: F401
     METRICS, PAPER_ZERO_SHOT, PLATEAU_FRACTION, LEARNED_BELOW, scan, plateau_exit,
     GROUP, table, SWEEP, zero_shot_threshold, render, figures,
-    write_table, toy, features)
+    write_table, toy, features, replot)
 from gatelab.papers.routing.isolation import FACTORS, GAP_LEVEL, gap_crossing, isolation, write_isolation  # noqa: F401
 
 
@@ -34,6 +34,7 @@ def main(argv=None) -> None:
     ip.add_argument("--runs", type=Path, required=True)
     ip.add_argument("--out", type=Path, required=True)
     ip.add_argument("--command", default="")
+    plotting.add_replot(sub, {"reduced": None, "paper": None})
     tp = sub.add_parser("toy", help="Figs 3-6: the toy task and XoR against the reduced ODEs (about 20 s)")
     tp.add_argument("--out", type=Path, required=True)
     fp = sub.add_parser("features", help="cache the CIFAR backbone features of a config; print the backbone's accuracy")
@@ -62,6 +63,8 @@ def main(argv=None) -> None:
     if args.what == "features":
         print(features(args.overrides))
         return
+    if args.what == "replot":
+        return plotting.replot("gatelab.papers.routing", argv, args, replot)
     if args.what == "isolation":
         write_isolation(args.runs, args.out, args.command)
         print((args.out / "isolation.md").read_text())

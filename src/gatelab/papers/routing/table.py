@@ -162,32 +162,66 @@ def _gain_lines(df: pd.DataFrame) -> pd.DataFrame:
     return df[df.groupby(key).gain.transform("nunique") > 1]
 
 
+TASK_TITLES = {"routing_mnist_perm": "MNIST perm/perm", "routing_mnist_rot": "MNIST rot/perm",
+               "routing_cifar_rot": "CIFAR-10 rot/perm"}
+REGIME_TITLES = {"dln": "linear", "leaky": "leaky ReLU"}
+
+
+def _who(df: pd.DataFrame) -> str:
+    """What made a figure: seeds per point, the statistic, the images and the step size."""
+    return (f"mean ± s.e. over n={report.joined(df.n)} seeds, {report.joined(df.limits)} train/test images, "
+            f"lr {report.joined(df.lr)}")
+
+
 def figures(df: pd.DataFrame, out: Path) -> None:
-    """Error against K/M per task and regime (Figs 7b-c, 8, 9) and against the gain (Fig 10)."""
+    """Error against K/M per task and regime (Figs 7b-c, 8, 9), with the paper's zero-shot K/M
+    marked, and against the gain (Fig 10)."""
     base = df[(df.gain == 1.0) & (df.groupby(SWEEP).K.transform("nunique") > 1)]
     panels = sorted(base.groupby(SWEEP).groups)
     if panels:
-        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0), squeeze=False)
         for ax, key in zip(axes[0], panels):
             g = base[(base[SWEEP] == pd.Series(key, index=SWEEP)).all(axis=1)].sort_values("K")
             for col, color in (("err_trained", "tab:blue"), ("err_untrained", "tab:orange")):
                 ax.errorbar(g.K_over_M, g[col], g[f"{col}_se"].fillna(0), color=color, marker="o", capsize=2,
-                            label=col.split("_")[1])
-            ax.set(xlabel="K/M (fraction of trained pathways)", ylabel="test error (%)",
-                   title=f"{key[0]} {key[1]} M={key[2]}, {key[3]} epochs")
-            ax.legend(fontsize=7)
+                            label=f"ours: {col.split('_')[1]} pathways")
+            if key[1] in PAPER_ZERO_SHOT:
+                ax.axvline(PAPER_ZERO_SHOT[key[1]], color="k", ls=":", lw=1,
+                           label=f"paper: errors meet at K/M≈{PAPER_ZERO_SHOT[key[1]]:.2f}")
+            ax.set(xlabel="K/M (fraction of trained pathways)", ylabel="test error (%)", xlim=(0, 1))
+            ax.set_title(f"{TASK_TITLES.get(key[0], key[0])}, {REGIME_TITLES.get(key[1], key[1])}, M={key[2]}, "
+                         f"{key[3]} epochs", fontsize=8)
+            ax.legend(fontsize=7, loc="upper right")
+        plotting.caption(fig, "003", "Figs 7b-c, 8, 9", _who(base))
         plotting.save(fig, base, out, "error_vs_K")
     gains = _gain_lines(df)
     if len(gains):
-        fig, ax = plt.subplots(figsize=(5, 3.5))
+        fig, ax = plt.subplots(figsize=(7.6, 3.8))
         for (epochs, g), style in zip(gains.groupby("epochs"), ("-", "--", ":", "-.")):
             g = g.sort_values("gain")
-            for col, color in (("err_trained", "tab:blue"), ("err_untrained", "tab:orange")):
-                ax.errorbar(g.gain, g[col], g[f"{col}_se"].fillna(0), color=color, marker="o", capsize=2,
-                            linestyle=style, label=f"{col.split('_')[1]}, {epochs} epochs")
-        ax.set(xscale="log", xlabel="initialisation gain", ylabel="test error (%)", title="Fig 10: error vs gain")
-        ax.legend(fontsize=7)
+            for col, color, marker in (("err_trained", "tab:blue", "o"), ("err_untrained", "tab:orange", "s")):
+                ax.errorbar(g.gain, g[col], g[f"{col}_se"].fillna(0), color=color, marker=marker, capsize=2,
+                            linestyle=style, fillstyle="none" if epochs == gains.epochs.min() else "full",
+                            label=f"{col.split('_')[1]}, {epochs} epochs")
+        ax.axhline(90, color="gray", lw=1, ls=":", label="chance (90%)")
+        ax.set(xscale="log", xlabel="initialisation gain", ylabel="test error (%)")
+        line = gains.iloc[0]
+        ax.set_title(f"{TASK_TITLES.get(line.task, line.task)}, {REGIME_TITLES.get(line.regime, line.regime)}, "
+                     f"M={line.M}, K={report.joined(gains.K)} (paper: K=10)", fontsize=8)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+        plotting.caption(fig, "003", "Fig 10", _who(gains))
         plotting.save(fig, gains, out, "error_vs_gain")
+
+
+def replot(out: Path, scale: str = "") -> list[str]:
+    """Redraw ``error_vs_K`` and ``error_vs_gain`` from the report's ``routing.csv``."""
+    path = Path(out) / "routing.csv"
+    if not path.is_file():
+        return []
+    df = pd.read_csv(path, keep_default_na=True)
+    df["limits"] = df["limits"].astype(str)
+    figures(df[df.n > 0], out)
+    return [name for name in ("error_vs_K", "error_vs_gain") if (Path(out) / f"{name}.png").is_file()]
 
 
 def write_table(runs_dir: Path, out: Path, command: str = "") -> pd.DataFrame:

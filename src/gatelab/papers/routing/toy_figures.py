@@ -11,6 +11,8 @@ import numpy as np
 import torch
 
 Tensor = torch.Tensor
+from gatelab.papers.routing.table import PAPER_ZERO_SHOT
+from gatelab.papers.routing.toy import K_FIG4, M_FIG4
 from gatelab.papers.routing.toy_experiments import decoupled_vs_reduction, init_scale_sweep, k_sweep, pathway_race, random_vs_reduction, step_size_scaling, xor_curves
 
 
@@ -66,33 +68,36 @@ def figures(out_dir, res: Optional[dict] = None) -> dict:
     """fig3_xor, fig4_routing, fig5b_race, fig5c_k_sweep, fig6_init_scale (PNG+PDF+CSV); returns summary."""
     import pandas as pd
 
-    from gatelab.papers.plotting import plt, save
+    from gatelab.papers.plotting import caption, plt, save
     res = res or run_all()
     out = Path(out_dir)
 
     xo = res["xor"]
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     ax.plot(xo["t"], xo["relu"], color="r", lw=0.5)
+    ax.plot([], color="r", lw=0.5, label=f"ReLU nets ({xo['relu'].shape[1]} runs)")
     ax.plot(xo["t"], xo["theory"], "b--", label="GDLN (eq. 23)")
-    ax.set(xlabel="step", ylabel="loss", title="Fig 3c: XoR")
-    ax.legend()
+    ax.set(xlabel="step", ylabel="loss", title="XoR: ReLU nets against the GDLN reduction")
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=7, loc="upper right")
+    caption(fig, "003", "Fig 3c")
     save(fig, pd.DataFrame({"step": xo["t"], "theory": xo["theory"], "relu_mean": xo["relu"].mean(1)}), out, "fig3_xor")
 
-    _figure4(res, out, plt, save, pd)
-    _figures5_6(res, out, plt, save, pd)
+    _figure4(res, out, plt, save, pd, caption)
+    _figures5_6(res, out, plt, save, pd, caption)
     return summary(res)
 
 
-def _figure4(res: dict, out: Path, plt, save, pd) -> None:
+def _figure4(res: dict, out: Path, plt, save, pd, caption) -> None:
     """Fig 4e-f: the decoupled and random-init simulations against eqs 44-46."""
     d, r = res["decoupled"], res["random"]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
     runs = r["loss_sim"].shape[1]
     a1.plot(r["loss_sim"], color="r", lw=0.5)
     a1.plot([], color="r", lw=0.5, label=f"random init ({runs} runs)")
     a1.plot(d["loss_sim"], color="g", lw=3, label="decoupled init")
     a1.plot(d["loss_pred"], "b--", label="reduction, eqs 44-46")
-    a1.set(xlabel="step (λ = 0.02)", ylabel="loss L₁", title="Fig 4e: M=7, K=4")
+    a1.set(xlabel="step (λ = 0.02)", ylabel="loss L₁", title="Fig 4e: loss")
     a1.legend(fontsize=8)
     steps = len(r["sv_step"])
     a2.plot(r["sv_step"], r["sv"][:, :, 1, :].reshape(steps, -1), color="r", lw=0.4)
@@ -102,13 +107,14 @@ def _figure4(res: dict, out: Path, plt, save, pd) -> None:
     for color, label in (("r", "random init: shared layer"), ("m", "random init: encoder"),
                          ("b", "reduction: B2 (shared)"), ("c", "reduction: B1 (encoder)")):
         a2.plot([], color=color, label=label)
-    a2.set(xlabel="step (λ = 0.02)", ylabel="singular value (per mode)", title="Fig 4f")
-    a2.legend(fontsize=7)
+    a2.set(xlabel="step (λ = 0.02)", ylabel="singular value (per mode)", title="Fig 4f: singular values")
+    a2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside: the curves fill the axes
+    caption(fig, "003", "Fig 4e-f", f"toy routing task, M={M_FIG4}, K={K_FIG4}")
     save(fig, pd.DataFrame({"step": np.arange(len(d["loss_sim"])), "decoupled": d["loss_sim"],
                             "theory": d["loss_pred"], "random_mean": r["loss_sim"].mean(1)}), out, "fig4_routing")
 
 
-def _figures5_6(res: dict, out: Path, plt, save, pd) -> None:
+def _figures5_6(res: dict, out: Path, plt, save, pd, caption) -> None:
     """Fig 5b (pathway race), 5c (K sweep) and 6 (initial scale)."""
     race = res["race"]
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
@@ -116,22 +122,29 @@ def _figures5_6(res: dict, out: Path, plt, save, pd) -> None:
     for P in race["P"]:
         ax.plot(race["t"], race["B"][P][:, 1, 0], label=f"P={P}")
         df[f"B2_P{P}"] = race["B"][P][:, 1, 0]
-    ax.set(xlabel="t / τ", ylabel="B2 (top mode)", title="Fig 5b")
-    ax.legend()
+    ax.set(xlabel="t / τ", ylabel="B2 (top mode)", title="pathway race: P pathways share the layer, M=10")
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=7)
+    caption(fig, "003", "Fig 5b", "reduced ODEs")
     save(fig, pd.DataFrame(df), out, "fig5b_race")
 
     ks = res["k_sweep"]
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
-    ax.plot(ks["K_over_M"], ks["trained_err"].mean(1), "bo-", label="trained")
-    ax.plot(ks["K_over_M"], ks["untrained_err"].mean(1), "ro-", label="untrained")
-    ax.set(xlabel="K / M", ylabel="½‖Y−Ŷ‖²", title="Fig 5c")
-    ax.legend()
+    runs = ks["trained_err"].shape[1]
+    ax.plot(ks["K_over_M"], ks["trained_err"].mean(1), "bo-", label=f"trained pairs (mean of {runs} runs)")
+    ax.plot(ks["K_over_M"], ks["untrained_err"].mean(1), "ro-", label=f"untrained pairs (mean of {runs} runs)")
+    ax.axhline(ks["theory_trained_err"], color="b", ls="--", lw=1, label="trained, reduction (eqs 44-46)")
+    meet = PAPER_ZERO_SHOT["dln"]
+    ax.axvline(meet, color="k", ls=":", lw=1, label=f"paper: errors meet at K/M≈{meet:.2f}")
+    ax.set(xlabel="K / M", ylabel="½‖Y−Ŷ‖² at the end", title=f"toy task, M={round(ks['K'][0] / ks['K_over_M'][0])}")
+    ax.legend(fontsize=7, loc="upper right")
+    caption(fig, "003", "Fig 5c")
     save(fig, pd.DataFrame({"K": ks["K"], "K_over_M": ks["K_over_M"], "trained": ks["trained_err"].mean(1),
                             "untrained": ks["untrained_err"].mean(1)}), out, "fig5c_k_sweep")
 
     ini = res["init"]
     n = len(ini["sigma0"])
-    fig, axes = plt.subplots(1, 5, figsize=(17, 3.6), layout="constrained")
+    fig, axes = plt.subplots(1, 5, figsize=(18, 3.9), layout="constrained")
     axes[0].plot(ini["loss"])
     axes[0].legend([f"σ₀={v:.2f}" for v in ini["sigma0"]], fontsize=7)
     axes[0].set(xlabel="step", ylabel="loss L₁", title="Fig 6a: loss by initial scale")
@@ -141,7 +154,9 @@ def _figures5_6(res: dict, out: Path, plt, save, pd) -> None:
     axes[1].legend(fontsize=8)
     for ax, i in zip(axes[2:], (0, n // 2, n - 1)):
         im = ax.imshow(ini["rsa"][i], cmap="coolwarm", vmin=-1, vmax=1)
-        ax.set(title=f"Fig 6c: σ₀={ini['sigma0'][i]:.2f}", xticks=[], yticks=[])
-    fig.colorbar(im, ax=axes[2:], fraction=0.02, label="representation similarity")
+        ax.set(title=f"Fig 6c: σ₀={ini['sigma0'][i]:.2f}", xticks=[], yticks=[],
+               xlabel="(input domain, item), domain-major", ylabel="(input domain, item)")
+    fig.colorbar(im, ax=axes[2:], fraction=0.02, label="cosine of hidden codes")
+    caption(fig, "003", "Fig 6", f"toy routing task, M={M_FIG4}, K={K_FIG4}, by initial scale σ₀")
     save(fig, pd.DataFrame({"sigma0": ini["sigma0"], "trained": ini["trained_err"], "untrained": ini["untrained_err"],
                             "similarity": ini["similarity"]}), out, "fig6_init_scale")
