@@ -166,7 +166,8 @@ bench:
 # Paper 004 (neuron races) into out_root $(1), at reduced scale $(2) (race_quick, optional), with
 # extra overrides $(3) for the Fig 3a sweep. Table 1's grid, IMP round 3 at 20/50/70% (rounds 1-2
 # and the dense run first), Fig 3a's d x N, and the checks on sigma_0=1e-5 at N=$(4): the input scale
-# (normalize=$(5)) and the number of epochs (the isolation report varies one choice at a time).
+# (normalize=$(5)) and the number of epochs (the isolation report varies one choice at a time); the
+# loss_trace runs (the loss drop at every step).
 define race_runs
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' out_root=$(1) $(RUN_ARGS)
 	$(if $(2),$(PYTHON) run.py -m '+experiment=[race$(comma)$(2)]' dataset.limit_train=4000 seeds=[0] out_root=$(1) $(RUN_ARGS))
@@ -174,7 +175,12 @@ define race_runs
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2)),race_capacity]' $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=$(4) dataset.normalize=$(5) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=$(4) epochs=50,300 out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' dataset.limit_train=200 epochs=60 $(RACES_TRACE) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' dataset.limit_train=800 epochs=15 $(RACES_TRACE) out_root=$(1) $(RUN_ARGS)
 endef
+# The loss drop at every step: the first 3000 steps of N=200 (60 epochs) and N=800 (15 epochs) again, the
+# training-set loss recorded after each (N=4000 stays on the checkpoint grid: 20x the cost per step)
+RACES_TRACE = 'loss_trace=[0,3000]'
 RACES_ROOT = outputs/races$(if $(EPOCHS),-$(EPOCHS)ep)
 RACES_CAPACITY = 'arch.dense=[10],[30],[100],[300],[1000]' dataset.limit_train=50,100,200,400,800,2000,4000
 

@@ -289,3 +289,29 @@ def test_isolation_varies_one_choice_at_a_time_on_the_same_seeds(race_runs, tmp_
         assert line("default", "single").paper_k == races.PAPER_TABLE1[(1e-5, 200)][tau][0]
     text = (tmp_path / "out" / "isolation.md").read_text()
     assert "| **paper** |" in text and "complete linkage" in text and "make races" in text
+
+
+def test_loss_trace_records_the_training_loss_at_every_step_of_its_window(tiny_root, tmp_path):
+    """loss_trace=[lo, hi]: each stacked net's full training-set loss after every step in the window;
+    a shortened traced run trains the same steps as the main run (its losses equal the main run's
+    step checkpoints'), and the report reads the drop from it."""
+    import pandas as pd
+    from gatelab.papers import races
+    base = [*RACE, "seeds=[0,1]", "checkpoint_steps=[0,4,7]", "optimizer.lr=0.05", f"out_root={tmp_path}"]
+    run_seeds(make_cfg([*base, "epochs=2"], tiny_root))
+    run_seeds(make_cfg([*base, "epochs=1", "loss_trace=[0,9]"], tiny_root))
+    main, _ = races.scan(tmp_path)
+    every, _ = races.scan(tmp_path, traced=True)
+    assert len(main) == 2 and not any(r.trace for r in main) and len(every) == 4
+    for r in (r for r in every if r.trace):
+        trace = pd.read_csv(r.path / races.TRACE)
+        assert trace.step.tolist() == list(range(0, 10))
+        curve = races.loss_curve(r)
+        assert curve[curve.source == "every step"].step.tolist() == list(range(10))
+    drops = races.traced_drops(every, main)
+    assert sorted(drops.seed) == [0, 1] and (drops.max_gap_vs_checkpoints < 1e-5).all()
+    races.write_table1(tmp_path, tmp_path / "out")
+    assert "The loss drop at every step" in (tmp_path / "out" / "table1.md").read_text()
+    assert (tmp_path / "out" / "loss_drop.csv").is_file()
+    with pytest.raises(ConfigError, match="loss_trace"):
+        validate(make_cfg([*RACE, "loss_trace=[5,2]"], tiny_root))

@@ -249,6 +249,7 @@ class Config:
     checkpoint_epochs: List[int] = field(default_factory=list)  # extra ckpt/epoch_<N>.pt (FLNPF stages; 0 = init)
     # extra ckpt/step_<t>.pt after t optimiser steps (0 = init), for the early times of paper 004
     checkpoint_steps: List[int] = later(factory=list)
+    loss_trace: List[int] = later(factory=list)  # [lo, hi]: training-set loss after each step in it (loss_trace.csv)
     imp: ImpConfig = later(factory=ImpConfig)
     # last.pt (and best.pt, kept in memory between) every N epochs and at the end; a preempted run
     # replays at most N-1 epochs. Not part of the run key: it changes no result.
@@ -370,12 +371,14 @@ def _check_training(cfg: Any) -> None:
         raise ConfigError(f"compile={cfg.compile!r} is not one of {', '.join(COMPILE_MODES)}")
     if cfg.amp and cfg.get("precision", Precision.fp32) != Precision.fp32:
         raise ConfigError("amp=true is the older spelling of precision=bf16: set precision alone")
-    if cfg.epochs <= 0:
-        raise ConfigError(f"epochs must be positive, got {cfg.epochs}")
-    if cfg.checkpoint_every <= 0:
-        raise ConfigError(f"checkpoint_every must be positive, got {cfg.checkpoint_every}")
+    for key in ("epochs", "checkpoint_every"):
+        if cfg[key] <= 0:
+            raise ConfigError(f"{key} must be positive, got {cfg[key]}")
     if (cfg.get("checkpoint_minutes") or 0) < 0:
         raise ConfigError(f"checkpoint_minutes must be >= 0 (0: off), got {cfg.checkpoint_minutes}")
+    trace = list(cfg.get("loss_trace") or [])
+    if trace and not (len(trace) == 2 and 0 <= trace[0] <= trace[1]):
+        raise ConfigError(f"loss_trace must be [lo, hi] with 0 <= lo <= hi (steps), got {trace}")
     if any(t < 0 for t in cfg.get("checkpoint_steps") or []):
         raise ConfigError(f"checkpoint_steps must be >= 0, got {plain_list(cfg.checkpoint_steps)}")
     imp = cfg.get("imp")

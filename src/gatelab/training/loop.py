@@ -209,13 +209,45 @@ class _Saver:
                                  model=unstack_state(state, s))
 
 
+class _Trace:
+    """``loss_trace=[lo, hi]``: each net's full training-set loss after every step t in [lo, hi],
+    appended to ``<run>/loss_trace.csv`` once per epoch (a resumed run may repeat a step: the
+    reader keeps its last line)."""
+    FILE = "loss_trace.csv"
+
+    def __init__(self, cfg, runs: list, model, data):
+        self.window = list(cfg.get("loss_trace") or [])
+        self.cfg, self.runs, self.model, self.data, self.rows = cfg, runs, model, data, []
+
+    def start(self) -> None:
+        """A run trained from step 0 (a forced rerun included) starts its trace afresh, with the loss at t=0."""
+        for r in self.runs:
+            (r.run_dir / self.FILE).unlink(missing_ok=True)
+        self.after(0)
+
+    def after(self, step: int) -> None:
+        if self.window and self.window[0] <= step <= self.window[1]:
+            loss, _ = evaluate(self.model, self.data.train, self.cfg.eval_batch_size, self.data.task, len(self.runs))
+            self.rows.append((step, loss))
+
+    def flush(self) -> None:
+        for s, r in enumerate(self.runs):
+            if self.rows and r.active:
+                path = r.run_dir / self.FILE
+                new = not path.is_file()
+                with open(path, "a") as f:
+                    f.write("step,loss\n" if new else "")
+                    f.writelines(f"{t},{loss[s]:.9g}\n" for t, loss in self.rows)
+        self.rows = []
+
+
 def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
     """The epoch loop of runs at one resume point, their networks stacked."""
     model, opt, gens = stacking.setup(cfg, runs, device)
     meta = {"arch": plain(cfg.arch), "regime": plain(cfg.regime), "dataset": cfg.dataset.name,
             "in_shape": list(data.in_shape), "out_dim": data.out_dim}
     done, skip = runs[0].start_position()
-    saver = _Saver(cfg, runs, model, opt, meta)
+    saver, trace = _Saver(cfg, runs, model, opt, meta), _Trace(cfg, runs, model, data)
     if (done, skip) == (0, 0) and 0 in cfg.checkpoint_epochs:  # the initialisation (Figure 3's kernels)
         for r in runs:
             checkpoints.save(r.ckpt_dir / "epoch_0.pt", **meta, seed=r.seed, epoch=0, test_acc=None,
@@ -227,12 +259,16 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
     job_bar = tqdm(total=(cfg.epochs - done) * per_epoch - skip, desc=f"{len(runs)} net(s), epochs {done + 1}-"
                    f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0)
     try:
-        if (done, skip) == (0, 0) and 0 in (cfg.get("checkpoint_steps") or []):
-            saver.snapshot(0, 0)
+        if (done, skip) == (0, 0):
+            if 0 in (cfg.get("checkpoint_steps") or []):
+                saver.snapshot(0, 0)
+            trace.start()
         for epoch in range(done + 1, cfg.epochs + 1):
             partial = [r.last["partial"] for r in runs] if skip else None
-            m, seconds = _epoch(cfg, forward, model, opt, data, gens, autocast, epoch, skip, partial, saver, job_bar)
+            m, seconds = _epoch(cfg, forward, model, opt, data, gens, autocast, epoch, skip, partial, saver, job_bar,
+                                trace)
             skip = 0
+            trace.flush()
             for s, r in enumerate(runs):  # each run records its epoch; checkpoints on the writer's thread
                 if r.active:
                     r.record(epoch, m[s], seconds, lambda: unstack_state(model.state_dict(), s))
@@ -245,7 +281,7 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
         saver.writer.close()
 
 
-def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int, partial, saver, job_bar):
+def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int, partial, saver, job_bar, trace):
     """One epoch (from step ``skip + 1`` with the sums of ``partial`` when resumed inside it), then the
     evaluation; the epoch's one host sync brings the metrics back. Returns (per-net metrics, seconds)."""
     t0, S, device = time.time(), len(gens), data.train.x.device
@@ -261,6 +297,7 @@ def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int
 
     def after_step(i: int) -> None:
         job_bar.update(1)  # the whole job's bar: its ETA covers every epoch left
+        trace.after(base + i)
         if base + i in steps:
             saver.snapshot(base + i, epoch)
         if i < per_epoch and saver.due():

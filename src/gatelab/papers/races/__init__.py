@@ -30,9 +30,9 @@ from pathlib import Path
 
 from gatelab.papers import plotting, report
 from gatelab.papers.races.table1 import (  # noqa: F401
-    TAUS, SPARSITIES, DEFAULT, PAPER_TABLE1, RaceRun, scan,
+    TAUS, SPARSITIES, DEFAULT, TRACE, PAPER_TABLE1, RaceRun, scan,
     run_data, net_at, step_checkpoints, loss_curve, DROP_FRACTION, drop_step,
-    Rule, analyse, cell_lines, table1, STABLE_MAX_N, stable_cells,
+    Rule, analyse, cell_lines, table1, STABLE_MAX_N, stable_cells, traced_drops,
     render_table1, write_table1)
 from gatelab.papers.races.isolation import isolation, write_isolation  # noqa: F401
 from gatelab.papers.races.figures import (  # noqa: F401

@@ -21,7 +21,8 @@ from gatelab.papers import report
 
 TAUS = (0.70, 0.95, 0.99)
 SPARSITIES = (0.2, 0.5, 0.7)
-DEFAULT = {"d": 300, "normalize": "pm1"}  # the paper's network; the input scale we chose (README)
+DEFAULT = {"d": 300, "normalize": "pm1"}
+TRACE = "loss_trace.csv"  # written by the training loop when the run set loss_trace=[lo, hi]  # the paper's network; the input scale we chose (README)
 
 # Appendix G, Table 1: (σ₀, N) -> τ -> ((k mean, std), (Δacc % mean, std)); N=4000: one seed, no std.
 _T1 = {
@@ -49,14 +50,16 @@ class RaceRun:
     imp: Optional[tuple]  # (sparsity, round) of an IMP round, None for a dense run
     per_epoch: int  # optimiser steps per epoch
     config: dict = field(repr=False)
+    trace: tuple = ()  # loss_trace=[lo, hi]: a run that measures the loss drop at every step
 
     @property
     def cell(self) -> tuple:
         return (self.std, self.n)
 
 
-def scan(runs_dir: Path) -> tuple[list[RaceRun], list[str]]:
-    """The race runs below ``runs_dir`` (one hidden layer, Gaussian init); others are ignored."""
+def scan(runs_dir: Path, traced: bool = False) -> tuple[list[RaceRun], list[str]]:
+    """The race runs below ``runs_dir`` (one hidden layer, Gaussian init); others are ignored. The
+    ``loss_trace`` runs (shortened runs that measure the loss drop) only with ``traced``."""
     runs = []
     found, bad = report.results_below(runs_dir)
     for path, res in found:
@@ -68,8 +71,32 @@ def scan(runs_dir: Path) -> tuple[list[RaceRun], list[str]]:
         runs.append(RaceRun(path.parent, res["status"], int(res["seed"]), float(c["arch"]["init_std"]), n,
                             int(c["arch"]["dense"][0]), c["dataset"].get("normalize", "unit"), int(c["epochs"]),
                             (float(imp["sparsity"]), int(imp["round"])) if imp.get("sparsity") is not None else None,
-                            math.ceil(n / int(c["optimizer"]["batch_size"])), c))
-    return runs, bad
+                            math.ceil(n / int(c["optimizer"]["batch_size"])), c, tuple(c.get("loss_trace") or ())))
+    return [r for r in runs if traced or not r.trace], bad
+
+
+def traced_drops(runs: list[RaceRun], main: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
+    """Per ``loss_trace`` run: the steps at which its loss has come 10% and 50% of the way down, at
+    every step (the plateau's level from t=0, the end from the same seed's main run), and the largest
+    gap between its loss and the main run's step checkpoints at the steps both have (the two runs
+    train the same steps; a gap would show they do not)."""
+    lines = []
+    for r in (r for r in runs if r.trace and r.status == "completed"):
+        twin = next((m for m in main if m.imp is None and m.status == "completed" and (m.std, m.n, m.d, m.seed,
+                     m.normalize) == (r.std, r.n, r.d, r.seed, r.normalize)), None)
+        curve = pd.read_csv(r.path / TRACE).drop_duplicates("step", keep="last").sort_values("step")
+        if twin is None or not len(curve):
+            continue
+        main_curve = loss_curve(twin, root)
+        (x, y), _ = run_data(twin, root)
+        shared = [t for t in step_checkpoints(twin) if t in set(curve.step)]
+        gap = max((abs(curve.set_index("step").loss[t] - net_at(twin, f"step_{t}.pt").loss(x, y)) for t in shared),
+                  default=math.nan)
+        lines.append({"sigma0": r.std, "N": r.n, "seed": r.seed, "window": f"{r.trace[0]}-{r.trace[1]}",
+                      "drop_step": drop_step(curve, DROP_FRACTION, main_curve.loss.iloc[-1]),
+                      "half_step": drop_step(curve, 0.5, main_curve.loss.iloc[-1]),
+                      "grid_drop_step": drop_step(main_curve), "max_gap_vs_checkpoints": gap})
+    return pd.DataFrame(lines)
 
 
 @lru_cache(maxsize=8)
@@ -95,11 +122,18 @@ def step_checkpoints(run: RaceRun) -> list[int]:
 
 
 def loss_curve(run: RaceRun, root: Optional[str] = None) -> pd.DataFrame:
-    """Full training-set loss after t steps (the step checkpoints), then the per-epoch running-mean
-    training loss of results.json (``source`` says which)."""
+    """Full training-set loss after t steps: at every step of the run's ``loss_trace`` window
+    (loss_trace.csv), else at the step checkpoints; then the per-epoch running-mean training loss of
+    results.json (``source`` says which)."""
     (x, y), _ = run_data(run, root)
-    rows = [{"step": t, "loss": net_at(run, f"step_{t}.pt").loss(x, y), "source": "checkpoint"}
-            for t in step_checkpoints(run)]
+    trace = run.path / TRACE
+    traced = pd.read_csv(trace).drop_duplicates("step", keep="last") if trace.is_file() else \
+        pd.DataFrame({"step": [], "loss": []})
+    lo, hi = (traced.step.min(), traced.step.max()) if len(traced) else (1, 0)
+    rows = [{"step": int(t), "loss": float(v), "source": "every step"} for t, v in zip(traced.step, traced.loss)]
+    rows += [{"step": t, "loss": net_at(run, f"step_{t}.pt").loss(x, y), "source": "checkpoint"}
+             for t in step_checkpoints(run) if not lo <= t <= hi]
+    rows.sort(key=lambda r: r["step"])
     last = max((r["step"] for r in rows), default=-1)
     hist = json.loads((run.path / RESULTS).read_text())["history"]
     rows += [{"step": h["epoch"] * run.per_epoch, "loss": h["train_loss"], "source": "epoch (running mean)"}
@@ -110,13 +144,13 @@ def loss_curve(run: RaceRun, root: Optional[str] = None) -> pd.DataFrame:
 DROP_FRACTION = 0.1
 
 
-def drop_step(curve: pd.DataFrame, fraction: float = DROP_FRACTION) -> Optional[int]:
+def drop_step(curve: pd.DataFrame, fraction: float = DROP_FRACTION, end: Optional[float] = None) -> Optional[int]:
     """The loss drop of Fig 1a: the first step at which the training loss has come ``fraction`` of
-    the way down from its plateau (its value at t=0, ln 2 from a tiny init) to its final value,
-    i.e. has left the plateau. None if the curve never gets there."""
+    the way down from its plateau (its value at t=0, ln 2 from a tiny init) to its final value
+    (``end``, default the curve's last), i.e. has left the plateau. None if the curve never gets there."""
     if len(curve) < 2:
         return None
-    start, end = curve.loss.iloc[0], curve.loss.iloc[-1]
+    start, end = curve.loss.iloc[0], curve.loss.iloc[-1] if end is None else end
     below = curve[curve.loss <= start - fraction * (start - end)]
     return int(below.step.iloc[0]) if len(below) else None
 
@@ -216,7 +250,7 @@ def stable_cells(races: list[RaceRun], root: Optional[str] = None) -> dict:
 
 
 def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str,
-                  stable: Optional[dict] = None) -> str:
+                  stable: Optional[dict] = None, traced: Optional[pd.DataFrame] = None) -> str:
     main = df[df.main]
     rule = f"{df.linkage.iloc[0]} linkage, total weight vector {df.parts.iloc[0]}"
     out = ["# Table 1 (paper 004, Appendix G): merging clusters of aligned neurons", "",
@@ -253,7 +287,7 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
         out.append(f"| {std:g} | {n} | {line.epochs} | {math.ceil(n / 4)} | {_pm(line.acc_train, None)} | "
                    f"{_pm(line.acc_test, None)} | {_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | "
                    f"{_pm(line.half_step, None, 0)} |")
-    out += _stable_md(stable, main) + _checks_md(df)
+    out += _traced_md(traced) + _stable_md(stable, main) + _checks_md(df)
     out += ["", "## Provenance", *report.provenance(runs, command, [
         f"d={DEFAULT['d']}, normalize={DEFAULT['normalize']}, epochs {report.joined(main.epochs)}, "
         f"seeds per cell {report.joined(main.n)}"])]
@@ -261,6 +295,29 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
         ["sigma0", "N", "normalize", "epochs", "d"]).iterrows() if line.excluded]
     out += report.not_counted(excluded, bad)
     return "\n".join(out) + "\n"
+
+
+def _traced_md(traced: Optional[pd.DataFrame]) -> list[str]:
+    """The loss drop at every step, from the ``loss_trace`` runs."""
+    if traced is None or not len(traced):
+        return []
+    out = ["", "The loss drop at every step (`loss_trace` runs: each seed's first steps trained again with the "
+           "training-set loss recorded after every step of the window; the final loss from its 100-epoch run). "
+           "Gap: the largest |loss| difference between the two runs at the checkpoint steps they share (float32 "
+           "training-time evaluation against float64 checkpoints; a larger gap would mean they trained different "
+           "steps). Paper: \"drops around t=300\".", "",
+           "| σ₀ | N | n | window | drop (10%) every step: mean ± std [min–max] | on the checkpoint grid | "
+           "half-way (50%) | gap |", "|---|---|---|---|---|---|---|---|"]
+    for (std, n), g in traced.groupby(["sigma0", "N"], sort=True):
+        d = g.drop_step.dropna()
+        half = g.half_step.dropna()
+        span = f" [{int(d.min())}–{int(d.max())}]" if len(d) else ""
+        out.append(f"| {std:g} | {n} | {len(g)} | {report.joined(g.window)} | "
+                   f"{_pm(*report.mean_std(list(d), 0), digits=0, n=len(d))}{span} | "
+                   f"{_pm(g.grid_drop_step.mean(), None, 0)} | "
+                   f"{_pm(half.mean(), None, 0) if len(half) == len(g) else 'after the window'} | "
+                   f"{g.max_gap_vs_checkpoints.max():.1e} |")
+    return out
 
 
 def _stable_md(stable: Optional[dict], main: pd.DataFrame) -> list[str]:
@@ -295,12 +352,17 @@ def _checks_md(df: pd.DataFrame) -> list[str]:
 
 def write_table1(runs_dir: Path, out: Path, command: str = "", root: Optional[str] = None,
                  epochs: Optional[int] = None, rule: Rule = Rule()) -> pd.DataFrame:
-    races, bad = scan(runs_dir)
+    every, bad = scan(runs_dir, traced=True)
+    races = [r for r in every if not r.trace]
     if not races:
         raise SystemExit(f"no race runs (+experiment=race) below {runs_dir}")
     df = table1(races, root, epochs, rule)
+    traced = traced_drops(every, races, root)
     plain_runs, _ = report.scan(runs_dir)
-    paths = {str(r.path) for r in races}
-    text = render_table1(df, [r for r in plain_runs if r.path in paths], bad, command, stable_cells(races, root))
+    paths = {str(r.path) for r in every}
+    text = render_table1(df, [r for r in plain_runs if r.path in paths], bad, command, stable_cells(races, root),
+                         traced)
     report.write_outputs(out, "table1", df, {"md": text})
+    if len(traced):
+        traced.to_csv(Path(out) / "loss_drop.csv", index=False, float_format="%.6g")
     return df

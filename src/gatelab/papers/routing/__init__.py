@@ -22,7 +22,7 @@ from gatelab.papers import plotting, report
 from gatelab.papers.routing.table import (  # noqa: F401
     METRICS, PAPER_ZERO_SHOT, PLATEAU_FRACTION, LEARNED_BELOW, scan, plateau_exit,
     GROUP, table, SWEEP, zero_shot_threshold, render, figures,
-    write_table, toy, features, replot)
+    write_table, write_toy, features, replot)
 from gatelab.papers.routing.isolation import FACTORS, GAP_LEVEL, gap_crossing, isolation, write_isolation  # noqa: F401
 
 
@@ -71,7 +71,7 @@ def main(argv=None) -> None:
         return
     started = plotting.now()
     if args.what == "toy":
-        print((args.out / "toy_summary.json").read_text() if toy(args.out) else "")
+        print((args.out / "toy_summary.json").read_text() if write_toy(args.out) else "")
         plotting.write_provenance(args.out, "gatelab.papers.routing", argv, {"toy": "paper parameters"}, started)
         return
     df = write_table(args.runs, args.out, args.command)

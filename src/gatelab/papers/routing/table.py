@@ -9,11 +9,11 @@ import pandas as pd
 
 from gatelab.papers import plotting, report
 from gatelab.papers.plotting import plt
+from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
 METRICS = {"err_trained": ("test_acc", True), "err_untrained": ("test_untrained_acc", True),
            "loss_trained": ("test_loss", False), "loss_untrained": ("test_untrained_loss", False),
            "train_err_trained": ("train_trained_acc", True), "train_err_untrained": ("train_untrained_acc", True)}
-PAPER_ZERO_SHOT = {"dln": 0.40, "leaky": 0.25}  # K/M where untrained error meets trained (Figs 7, 9)
 PLATEAU_FRACTION = 0.1
 LEARNED_BELOW = 70.0  # trained test error (%) below which a net has left its plateau: 20 points under chance
 # (90%); a stuck net sits at chance, and CIFAR features reach only about 46% trained error at the reduced scale
@@ -234,7 +234,7 @@ def write_table(runs_dir: Path, out: Path, command: str = "") -> pd.DataFrame:
     return df
 
 
-def toy(out: Path) -> dict:
+def write_toy(out: Path) -> dict:
     """Figs 3-6: the toy routing task and XoR against the reduced ODEs (:mod:`gatelab.papers.routing.toy`);
     writes the figures and ``toy_summary.json``."""
     import json

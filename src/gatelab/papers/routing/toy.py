@@ -37,6 +37,8 @@ DTYPE = torch.float64
 # Fig 4 parameters (caption) and the authors' notebook.
 M_FIG4, K_FIG4, HIDDEN, LR_FIG4, STEPS_FIG4, SIGMA0 = 7, 4, 64, 0.02, 500, 0.2
 B0_DECOUPLED = 0.2 / 2.5  # the notebook's decoupled init and theory use init_scale .2/2.5
+# Published: the K/M at which the untrained pathways' error meets the trained (linear: Figs 5c, 7; leaky: Fig 9)
+PAPER_ZERO_SHOT = {"dln": 0.40, "leaky": 0.25}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,8 +11,7 @@ import numpy as np
 import torch
 
 Tensor = torch.Tensor
-from gatelab.papers.routing.table import PAPER_ZERO_SHOT
-from gatelab.papers.routing.toy import K_FIG4, M_FIG4
+from gatelab.papers.routing.toy import K_FIG4, M_FIG4, PAPER_ZERO_SHOT
 from gatelab.papers.routing.toy_experiments import decoupled_vs_reduction, init_scale_sweep, k_sweep, pathway_race, random_vs_reduction, step_size_scaling, xor_curves
 
 
