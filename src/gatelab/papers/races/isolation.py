@@ -9,7 +9,8 @@ total weight vector [w1, b1, w2], pm1 inputs, 100 epochs), each on the same seed
 * the input scale: unit (x/255) or standardized inputs instead of pm1 (trained runs);
 * the epochs: 50 or 300 instead of 100 (trained runs).
 
-The first two re-cluster the default runs' final networks; the last two are runs of their own.
+The first two re-cluster the default runs' final networks; the last two are runs of their own. The
+other input scales are also clustered under each other rule, to see whether two choices add up.
 """
 from __future__ import annotations
 
@@ -52,12 +53,19 @@ def isolation(runs: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
     for (choice, variant), rule in RULES.items():
         for line in cell_lines(default, root, rule):
             lines.append(dict(line, choice=choice, variant=variant))
-    for line in cell_lines([r for r in dense if r not in default], root):
+    trained = [r for r in dense if r not in default]
+    for line in cell_lines(trained, root):
         choice, variant = _trained_variant(line["normalize"], line["epochs"])
         lines.append(dict(line, choice=choice, variant=variant))
+    # the input scale together with each other clustering rule: do two choices add up?
+    rescaled = [r for r in trained if r.epochs == DEFAULT_EPOCHS]
+    for (choice, variant), rule in list(RULES.items())[1:]:
+        for line in cell_lines(rescaled, root, rule):
+            lines.append(dict(line, choice=f"input scale + {choice}", variant=f"{line['normalize']} inputs, {variant}"))
     df = pd.DataFrame(lines)
     if not len(df):
         return df
+    df = df[df.n > 0]  # a group whose runs have not completed is missing, not a result
     df = df[df.tau.isin(TAUS)].reset_index(drop=True)
     base = df[df.choice == "default"].set_index(["N", "tau"]).k_mean
     df["delta_k"] = [k - base.get((n, t), math.nan) for n, t, k in zip(df.N, df.tau, df.k_mean)]
