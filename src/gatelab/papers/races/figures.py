@@ -12,7 +12,7 @@ import torch
 
 from gatelab.analyses import neurons, pruning
 from gatelab.core import checkpoints
-from gatelab.papers import plotting
+from gatelab.papers import plotting, report
 from gatelab.papers.plotting import plt
 from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, SPARSITIES, drop_step, loss_curve, net_at, run_data, scan, step_checkpoints
 
@@ -148,6 +148,9 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
         ax[0].errorbar(g.N, g["mean"], g["std"].fillna(0), marker="o", capsize=2, label=f"d={d}")
     ax[0].set(xscale="log", yscale="log", xlabel="N (training examples)", ylabel="clusters k (τ=0.95)",
               title="3a) effective capacity, σ₀=1e-5")
+    ns = sorted(set(sa.N) | {n for (std, n) in PAPER_TABLE1 if std == 1e-5})
+    ax[0].set_xticks(ns, [str(n) for n in ns], minor=False)
+    ax[0].xaxis.set_minor_formatter(plt.NullFormatter())
     paper = sorted((n, v[0.95][0]) for (std, n), v in PAPER_TABLE1.items() if std == 1e-5)
     ax[0].plot(*zip(*paper), "k*", ms=9, label=f"paper, Table 1 (d={DEFAULT['d']})")
     ax[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
@@ -172,7 +175,8 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
 
 def _scatter(ax, x, y, df, title, xlabel, ylabel, logy=False):
     sc = ax.scatter(x, y, c=np.log10(df.a_end), s=6)
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title, yscale="log" if logy else "linear")
+    ax.set(xlabel=xlabel, ylabel=ylabel, yscale="log" if logy else "linear")
+    ax.set_title(title, fontsize=9)
     return sc
 
 
@@ -203,11 +207,12 @@ def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
     cols = max(1, len(frames))
     fig4, ax4 = plt.subplots(2, cols, figsize=(4 * cols, 7), squeeze=False, layout="constrained")
     for j, df in enumerate(frames):
-        head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]} seed {df.seed.iloc[0]}"
+        head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}"
         for i, (when, t) in enumerate((("0", 0), ("early", df.early_step.iloc[0]))):
             sc = _scatter(ax4[i, j], df[f"cos_{when}"], df[f"a_{when}"], df, f"{head}: t={t}", "cos δ̄", "a = ‖w1‖‖w2‖", True)
         fig4.colorbar(sc, ax=ax4[:, j], fraction=0.03, label="log10 a(end)")
-    plotting.caption(fig4, "004", "Fig 4", "norm product a against alignment cos δ̄, each cell's first seed")
+    plotting.caption(fig4, "004", "Fig 4", "norm product a against alignment cos δ̄, each cell's first seed "
+                     f"({report_seeds(table) if len(table) else 0} net per panel)")
     plotting.save(fig4, table, out, "figure4")
     pruned = [df for df in frames if df["pruned@0.5"].notna().all()]
     if pruned:
@@ -216,10 +221,11 @@ def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
         for j, df in enumerate(pruned):
             for i, sp in enumerate(SPARSITIES):
                 sc = _scatter(ax5[i, j], df.cos_early, df[f"pruned@{sp:g}"], df,
-                              f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]} seed {df.seed.iloc[0]}: IMP {int(100 * sp)}%",
+                              f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}: IMP {int(100 * sp)}%",
                               f"cos δ̄ (step {df.early_step.iloc[0]})", "weights pruned")
             fig5.colorbar(sc, ax=ax5[:, j], fraction=0.03, label="log10 a(end)")
-        plotting.caption(fig5, "004", "Fig 5", "weights IMP prunes per neuron against its early alignment")
+        plotting.caption(fig5, "004", "Fig 5", "weights IMP prunes per neuron against its early alignment, "
+                         f"seed {report.joined(pd.concat(pruned).seed)}")
         plotting.save(fig5, pd.concat(pruned, ignore_index=True), out, "figure5")
     s = pd.DataFrame(stats)
     s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.4f")
