@@ -327,3 +327,16 @@ def test_isolation_finds_the_base_and_changes_one_factor_at_a_time():
     from gatelab.papers.routing.isolation import render
     text = render(iso.reset_index(), rows, "make routing-isolation")
     assert "| epochs | 15 → 30 |" in text and "| lr | 0.01 → 0.001 |" in text and "make routing-isolation" in text
+
+
+def test_the_gain_figure_renders_beside_the_k_sweep_under_the_strict_check(tmp_path):
+    import pandas as pd
+    from gatelab.papers import routing as paper
+    lines = []
+    for k, gain, epochs, trained, untrained in [(2, 1.0, 15, 11.0, 80.0), (4, 1.0, 15, 11.5, 40.0), (5, 1.0, 15, 11.5, 30.0),
+                                                 (5, 0.1, 15, 14.0, 28.0), (5, 0.01, 15, 90.0, 90.0), (5, 0.01, 100, 19.0, 19.2)]:
+        lines.append({"task": "routing_mnist_perm", "regime": "dln", "M": 10, "K": k, "gain": gain, "h": 8, "lr": 0.01,
+                      "epochs": epochs, "limits": "600/100", "K_over_M": k / 10, "n": 3, "err_trained": trained,
+                      "err_trained_se": 0.2, "err_untrained": untrained, "err_untrained_se": 0.5})
+    paper.figures(pd.DataFrame(lines), tmp_path)
+    assert (tmp_path / "error_vs_K.png").is_file() and (tmp_path / "error_vs_gain.png").is_file()

@@ -129,3 +129,17 @@ def test_xor_theory_and_relu():
     th = t[np.argmax(r["theory"] < 0.25)]
     relu = np.mean([t[np.argmax(r["relu"][:, k] < 0.25)] for k in range(3)])
     assert abs(relu - th) < 2.5 * math.log(2) / (2 * math.sqrt(2) / 4)
+
+
+def test_toy_figures_render_under_the_strict_figure_check(tmp_path):
+    """Figs 3c, 4e-f, 5b, 5c and 6 on fewer runs: no text over another axes, no legend over data
+    (GATELAB_STRICT_FIGURES, set by conftest, makes either an error)."""
+    from gatelab.papers.routing import toy_figures
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        toy_figures.figures(tmp_path, toy_figures.run_all(n_runs=2, k_runs=1))
+    finally:
+        torch.set_num_threads(threads)
+    assert sorted(p.stem for p in tmp_path.glob("*.png")) == [
+        "fig3_xor", "fig4_routing", "fig5b_race", "fig5c_k_sweep", "fig6_init_scale"]
