@@ -23,6 +23,7 @@ from typing import Optional
 import torch
 
 RESULTS = "results.json"
+LOSS_TRACE = "loss_trace.csv"  # loss_trace=[lo, hi]: the training-set loss after each step of the window
 RESULTS_VERSION = 1
 STATUSES = ("running", "completed", "diverged", "failed", "interrupted")
 FINAL = ("completed", "diverged")  # re-running these gives the same result: they are skipped

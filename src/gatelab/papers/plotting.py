@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from gatelab.core.results import device_name, git_commit  # noqa: E402
@@ -44,7 +45,6 @@ def overlaps(fig) -> list[str]:
 def _data_points(ax):
     """Display coordinates of the data an axes draws: line vertices in data coordinates (not the
     reference lines of axhline/axvline), scatter points, bar tops."""
-    import numpy as np
     pts = [ax.transData.transform(line.get_xydata()) for line in ax.get_lines()
            if line.get_visible() and len(line.get_xydata()) and line.get_transform() == ax.transData]
     pts += [c.get_offset_transform().transform(c.get_offsets()) for c in ax.collections

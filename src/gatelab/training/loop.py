@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
 from gatelab.core.config import precision_of, validate
-from gatelab.core.results import environment, finished_results, resolve_device
+from gatelab.core.results import LOSS_TRACE, environment, finished_results, resolve_device
 from gatelab.core.runs import plain
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
@@ -211,9 +211,10 @@ class _Saver:
 
 class _Trace:
     """``loss_trace=[lo, hi]``: each net's full training-set loss after every step t in [lo, hi],
-    appended to ``<run>/loss_trace.csv`` once per epoch (a resumed run may repeat a step: the
-    reader keeps its last line)."""
-    FILE = "loss_trace.csv"
+    appended to ``<run>/loss_trace.csv`` at the end of each epoch and with each mid-epoch checkpoint,
+    so a resumed run loses none (it may repeat a step: the reader keeps its last line). Each traced
+    step costs one evaluation of the training set and one host sync."""
+    FILE = LOSS_TRACE
 
     def __init__(self, cfg, runs: list, model, data):
         self.window = list(cfg.get("loss_trace") or [])
@@ -301,6 +302,7 @@ def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int
         if base + i in steps:
             saver.snapshot(base + i, epoch)
         if i < per_epoch and saver.due():
+            trace.flush()
             saver.last(epoch - 1, i, shuffle, [{"loss_sum": loss_sum[s].clone(), "correct": correct[s].clone(),
                                                  "seconds": time.time() - t0} for s in range(S)])
     train_epoch(cfg, forward, opt, data, gens, autocast, epoch, (loss_sum, correct), skip, after_step)

@@ -15,14 +15,14 @@ from omegaconf import OmegaConf
 
 from gatelab.analyses import neurons
 from gatelab.core import checkpoints
-from gatelab.core.results import RESULTS
+from gatelab.core.results import LOSS_TRACE, RESULTS
 from gatelab.data import datasets as data_mod
 from gatelab.papers import report
 
 TAUS = (0.70, 0.95, 0.99)
 SPARSITIES = (0.2, 0.5, 0.7)
-DEFAULT = {"d": 300, "normalize": "pm1"}
-TRACE = "loss_trace.csv"  # written by the training loop when the run set loss_trace=[lo, hi]  # the paper's network; the input scale we chose (README)
+DEFAULT = {"d": 300, "normalize": "pm1"}  # the paper's network; the input scale we chose (README)
+TRACE = LOSS_TRACE  # written by the training loop when a run sets loss_trace=[lo, hi]
 
 # Appendix G, Table 1: (σ₀, N) -> τ -> ((k mean, std), (Δacc % mean, std)); N=4000: one seed, no std.
 _T1 = {
@@ -89,9 +89,9 @@ def traced_drops(runs: list[RaceRun], main: list[RaceRun], root: Optional[str] =
             continue
         main_curve = loss_curve(twin, root)
         (x, y), _ = run_data(twin, root)
-        shared = [t for t in step_checkpoints(twin) if t in set(curve.step)]
-        gap = max((abs(curve.set_index("step").loss[t] - net_at(twin, f"step_{t}.pt").loss(x, y)) for t in shared),
-                  default=math.nan)
+        traced = curve.set_index("step").loss
+        gap = max((abs(traced[t] - net_at(twin, f"step_{t}.pt").loss(x, y)) for t in step_checkpoints(twin)
+                   if t in traced.index), default=math.nan)
         lines.append({"sigma0": r.std, "N": r.n, "seed": r.seed, "window": f"{r.trace[0]}-{r.trace[1]}",
                       "drop_step": drop_step(curve, DROP_FRACTION, main_curve.loss.iloc[-1]),
                       "half_step": drop_step(curve, 0.5, main_curve.loss.iloc[-1]),
