@@ -214,13 +214,15 @@ def figures(df: pd.DataFrame, out: Path) -> None:
 
 
 def replot(out: Path, scale: str = "") -> list[str]:
-    """Redraw ``error_vs_K`` and ``error_vs_gain`` from the report's ``routing.csv``."""
-    path = Path(out) / "routing.csv"
-    if not path.is_file():
+    """Redraw ``error_vs_K`` and ``error_vs_gain`` from their own CSVs (the lines each plots, at full
+    precision), else from the report's ``routing.csv``."""
+    own = [Path(out) / f"{name}.csv" for name in ("error_vs_K", "error_vs_gain")]
+    paths = [p for p in own if p.is_file()] or [p for p in [Path(out) / "routing.csv"] if p.is_file()]
+    if not paths:
         return []
-    df = pd.read_csv(path, keep_default_na=True)
+    df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True).drop_duplicates(GROUP)
     df["limits"] = df["limits"].astype(str)
-    figures(df[df.n > 0], out)
+    figures(df[df.n > 0].sort_values(GROUP).reset_index(drop=True), out)
     return [name for name in ("error_vs_K", "error_vs_gain") if (Path(out) / f"{name}.png").is_file()]
 
 
