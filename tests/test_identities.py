@@ -134,3 +134,43 @@ def test_gated_ntk_of_a_relu_net_with_its_own_gates():
     y, _ = kernels.gated_forward(weights, [None] * len(WIDTHS), x)
     torch.testing.assert_close(y, model(x).squeeze(1).detach())
     torch.testing.assert_close(kernels.gated_ntk(weights, [None] * len(WIDTHS), x), kernels.ntk_blocks(model, x)["value"])
+
+
+def _signs(shapes, sigma, signs):
+    """The weights of one sign pattern: ``signs`` (±1 per weight) times σ, cut into ``shapes``."""
+    s = torch.tensor(signs, dtype=torch.float64) * sigma
+    return [c.view(sh) for c, sh in zip(s.split([a * b for a, b in shapes]), shapes)]
+
+
+@pytest.mark.parametrize("widths", [[3], [2, 3]])
+def test_theorem_5_1_expected_value_ntk_is_scaled_npk(widths):
+    """E[Kᵛ] over every ±σ sign pattern of the value weights (enumerated: 2^9 and 2^13 nets), with
+    gates fixed independently of them, equals d·σ^(2(d-1))·H exactly (Lemma B.1), at any width."""
+    n, sigma = 4, 0.7
+    x = torch.randn(n, 2, dtype=torch.float64)
+    gates = [torch.bernoulli(torch.full((n, w), 0.5, dtype=torch.float64)) for w in widths]
+    shapes = list(zip(widths, [2] + widths[:-1])) + [(1, widths[-1])]
+    patterns = list(itertools.product([-1.0, 1.0], repeat=sum(a * b for a, b in shapes)))
+    mean = sum(kernels.gated_ntk(_signs(shapes, sigma, p), gates, x) for p in patterns) / len(patterns)
+    limit = kernels.fnpf_limit(x, gates, sigma)
+    torch.testing.assert_close(mean, limit, rtol=1e-10, atol=1e-12 * float(limit.abs().max()) * len(patterns))
+    one = kernels.gated_ntk(_signs(shapes, sigma, patterns[5]), gates, x)
+    assert (one - limit).abs().max() > 1e-3 * limit.abs().max()  # a single draw is not the expectation
+
+
+def test_theorem_5_1_one_draw_concentrates_as_width_grows():
+    """With σ = 1/√w a single ±σ draw's Kᵛ approaches d·σ^(2(d-1))·H: the relative error falls like
+    1/√w (Theorem B.2: Var ≤ C d_in² d³ / w), about 4x from w=16 to w=256 (asserted: at least 2x)."""
+    def mean_error(w, draws=10):
+        g = torch.Generator().manual_seed(w)
+        x = torch.randn(6, 3, dtype=torch.float64, generator=g)
+        gates = [torch.bernoulli(torch.full((6, w), 0.5, dtype=torch.float64), generator=g) for _ in range(2)]
+        sigma = w ** -0.5
+        limit = kernels.fnpf_limit(x, gates, sigma)
+        errs = []
+        for _ in range(draws):
+            ws = [sigma * (2 * torch.randint(0, 2, sh, generator=g) - 1).double() for sh in [(w, 3), (w, w), (1, w)]]
+            errs.append(float((kernels.gated_ntk(ws, gates, x) - limit).norm() / limit.norm()))
+        return sum(errs) / draws
+    small, large = mean_error(16), mean_error(256)
+    assert large < 0.5 * small and large < 0.2, (small, large)

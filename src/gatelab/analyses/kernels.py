@@ -5,6 +5,7 @@
   net a path picks one unit per layer independently, so Λ(s,s') = Π_l <G_l(s), G_l(s')>
   (with soft gates: the same product of gate values, i.e. <φ_s, φ_s'> / Σ(s,s')).
 * Neural path kernel H = Σ ⊙ Λ (Lemma 2.1), H(s,s') = <φ_{x_s}, φ_{x_s'}>.
+* Fixed-NPF NTK limit d·σ^(2(d-1))·H (Theorem 5.1).
 """
 from __future__ import annotations
 
@@ -73,6 +74,15 @@ def nu(h: torch.Tensor, y: torch.Tensor) -> float:
     h = h.double()
     h_hat = h / torch.trace(h)
     return float(y.double() @ torch.linalg.solve(h_hat, y.double()))
+
+
+def fnpf_limit(x: torch.Tensor, gate_list: list[torch.Tensor], sigma: float) -> torch.Tensor:
+    """K_FNPF = d·σ^(2(d-1))·H (paper 001 Theorem 5.1): the value NTK Kᵛ of a bias-free FC gated net
+    of depth d = len(gate_list) + 1 with these fixed gates, in expectation over value weights drawn
+    i.i.d. from {-σ, +σ} independently of the gates (exact at any width), and its limit as the width
+    grows with σ = σ'/√w."""
+    d = len(gate_list) + 1
+    return d * sigma ** (2 * (d - 1)) * gram(x) * overlap(gate_list)
 
 
 def gated_forward(weights: list[torch.Tensor], gates: list, x: torch.Tensor) -> tuple[torch.Tensor, list]:
