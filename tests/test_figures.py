@@ -123,3 +123,12 @@ def test_the_legend_check_sees_a_legend_over_points_and_bars_but_not_beside_them
     ax.legend(loc="upper right")
     assert plotting.legend_over_data(fig) == []
     plt.close(fig)
+    fig, ax = plt.subplots()  # a segment through the legend with both its vertices outside
+    ax.plot([0, 1], [1, 1], "-", label="crosses the top")
+    ax.plot([0, 1], [0, 0.5], label="stays low")
+    ax.set_ylim(-0.1, 1.05)
+    ax.legend(loc="upper center")
+    assert plotting.legend_over_data(fig)
+    ax.legend(loc="center")
+    assert plotting.legend_over_data(fig) == []
+    plt.close(fig)

@@ -42,10 +42,24 @@ def overlaps(fig) -> list[str]:
     return found
 
 
+def _along(xy: np.ndarray, step: float = 2.0) -> np.ndarray:
+    """Points every ``step`` pixels along a polyline (display coordinates), its vertices included."""
+    xy = xy[np.isfinite(xy).all(1)]
+    if len(xy) < 2:
+        return xy
+    seg = np.diff(xy, axis=0)
+    n = np.maximum(1, np.ceil(np.hypot(seg[:, 0], seg[:, 1]) / step)).astype(int)
+    t = np.concatenate([np.arange(k) / k for k in n])
+    start = np.repeat(np.arange(len(seg)), n)
+    return np.concatenate([xy[start] + t[:, None] * seg[start], xy[-1:]])
+
+
 def _data_points(ax):
-    """Display coordinates of the data an axes draws: line vertices in data coordinates (not the
-    reference lines of axhline/axvline), scatter points, bar tops."""
-    pts = [ax.transData.transform(line.get_xydata()) for line in ax.get_lines()
+    """Display coordinates of the data an axes draws: points along its lines in data coordinates
+    (segments as drawn, not only vertices; not the reference lines of axhline/axvline; lines with
+    no line style as their markers), scatter points, bar tops."""
+    pts = [_along(ax.transData.transform(line.get_xydata())) if line.get_linestyle() not in ("None", "", " ")
+           else ax.transData.transform(line.get_xydata()) for line in ax.get_lines()
            if line.get_visible() and len(line.get_xydata()) and line.get_transform() == ax.transData]
     pts += [c.get_offset_transform().transform(c.get_offsets()) for c in ax.collections
             if c.get_visible() and len(c.get_offsets())]
@@ -57,8 +71,8 @@ def _data_points(ax):
 
 
 def legend_over_data(fig) -> list[str]:
-    """Legends drawn over the data of their own axes (a point, a line vertex or a bar top inside the
-    legend's box): the reader loses what is under them."""
+    """Legends drawn over the data of their own axes (a point, a stretch of line or a bar top inside
+    the legend's box): the reader loses what is under them."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     found = []

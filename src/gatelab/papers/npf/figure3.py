@@ -122,13 +122,13 @@ def figure3_right_data(common: list[str], scale: dict) -> pd.DataFrame:
 
 def figure3_right_plot(df: pd.DataFrame, scale: dict):
     """Trace and Frobenius norm of the NTK blocks Kᵛ (value network) and Kᶠ (feature network)."""
-    fig, ax = plt.subplots(figsize=(5, 3.8))
+    fig, ax = plt.subplots(figsize=(6, 3.8))
     for col, style, label in (("trace_Kv", "o-", "tr Kᵛ"), ("trace_Kf", "s-", "tr Kᶠ"),
                               ("fro_Kv", "o--", "‖Kᵛ‖_F"), ("fro_Kf", "s--", "‖Kᶠ‖_F")):
         ax.plot(df.epoch, df[col], style, label=label)
     ax.set(yscale="log", xlabel="epoch", ylabel="trace, Frobenius norm")
     ax.set_title(f"DLNPF FC / MNIST, Adam, 1 seed, 100 examples, {_scale_text(scale)}", fontsize=8)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the axes: never over the data
     plotting.caption(fig, "001", "Fig 3 right")
     return fig
 
