@@ -44,6 +44,7 @@ def test_frg_gram_entries_follow_eq_5():
     entries = dgn.frg_entries({"depths": [2, 4], "entry_runs": 20}, torch.Generator().manual_seed(0))
     for row in entries.itertuples():
         assert abs(row.diag - 1) < 0.1 and abs(row.offdiag - 0.5 ** (row.depth - 1)) < 0.05
+        assert 0 < row.offdiag_std and abs(row.offdiag - 0.5 ** (row.depth - 1)) < 4 * row.offdiag_std / 20 ** 0.5
     spectrum = dgn.ideal_frg_spectrum(4)
     assert float(spectrum.sum()) == pytest.approx(200.0) and float(spectrum[-1]) == pytest.approx(1 + 199 / 8)
 
@@ -132,3 +133,22 @@ def test_the_legend_check_sees_a_legend_over_points_and_bars_but_not_beside_them
     ax.legend(loc="center")
     assert plotting.legend_over_data(fig) == []
     plt.close(fig)
+
+
+def test_dgn_figures_7_and_8_show_the_seed_spread_where_the_csv_has_it():
+    """Means over seeds with their std (ddof 1) as a band; one seed (std NaN) or an older CSV
+    without std columns draws the means alone and says "mean"."""
+    from gatelab.papers.dgn import figures
+    from gatelab.papers.plotting import plt
+    runs = pd.DataFrame({"network": ["ReLU"] * 4, "epoch": [1, 1, 2, 2], "seed": [0, 1, 0, 1],
+                         "train_acc": [0.5, 0.7, 0.8, 0.9], "test_acc": [0.4, 0.6, 0.5, 0.5]})
+    df = figures._mean_std(runs, ["train_acc", "test_acc"])
+    assert df.test_acc.tolist() == pytest.approx([0.5, 0.5])
+    assert df.test_acc_std.tolist() == pytest.approx([0.02 ** 0.5, 0.0])
+    assert figures._mean_std(runs[runs.seed == 0], ["test_acc"]).test_acc_std.isna().all()
+    scale = dict(seeds=2, data=[])
+    for frame, bands, word in ((df, 3, "mean ± std"), (df.drop(columns=["train_acc_std", "test_acc_std"]), 0, "mean")):
+        fig = figures.figure7_plot(frame, scale)
+        assert sum(len(ax.collections) for ax in fig.axes) == bands  # ReLU in the panels of experiments 3 (2) and 4
+        assert f"{word} of 2 seed(s)" in fig._suptitle.get_text()
+        plt.close(fig)

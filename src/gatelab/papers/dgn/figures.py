@@ -1,8 +1,10 @@
 """Paper 002 Figures 1-4 (Gram matrices at initialisation, depth) and 7-8 (see :mod:`gatelab.papers.dgn`)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -80,7 +82,8 @@ def _train_gd(weights, gates, x, y, steps: int) -> list[float]:
 
 
 def frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame:
-    """Figure 2: an arbitrary diagonal K0(0,0)/d and off-diagonal K0(0,1)/d entry, averaged over runs."""
+    """Figure 2: an arbitrary diagonal K0(0,0)/d and off-diagonal K0(0,1)/d entry, their mean and
+    standard deviation (ddof 1) over runs."""
     x = torch.ones(2, 1, dtype=torch.float64)
     rows = []
     for d in scale["depths"]:
@@ -88,9 +91,9 @@ def frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame
         for _ in range(scale["entry_runs"]):
             weights, gates = frg_network(2, w, d, gen)
             vals.append(kernels.gated_ntk(weights, gates, x) / d)
-        k = torch.stack(vals).mean(0)
-        rows.append({"depth": d, "diag": float(k[0, 0]), "offdiag": float(k[0, 1]),
-                     "ideal_diag": 1.0, "ideal_offdiag": MU ** (d - 1)})
+        k, sd = torch.stack(vals).mean(0), torch.stack(vals).std(0) if len(vals) > 1 else torch.full((2, 2), math.nan)
+        rows.append({"depth": d, "diag": float(k[0, 0]), "offdiag": float(k[0, 1]), "diag_std": float(sd[0, 0]),
+                     "offdiag_std": float(sd[0, 1]), "ideal_diag": 1.0, "ideal_offdiag": MU ** (d - 1)})
     return pd.DataFrame(rows)
 
 
@@ -152,12 +155,28 @@ def figure1_plot(res: dict, scale: dict):
     return fig
 
 
+def _spread(ax, x, mean, std, scale: float = 1.0) -> None:
+    """A band of mean ± std (the spread over runs or seeds) under the last line drawn, in its colour;
+    nothing where the CSV has no std (reports made before it was recorded) or one run (NaN)."""
+    if std is None or not np.isfinite(std).any():
+        return
+    ax.fill_between(x, scale * (mean - std), scale * (mean + std), color=ax.get_lines()[-1].get_color(), alpha=0.2,
+                    lw=0)
+
+
+def _stat(df: pd.DataFrame, col: str) -> str:
+    """What a curve shows: "mean ± std" where the CSV has the spread, else "mean"."""
+    std = df.get(f"{col}_std")
+    return "mean ± std" if std is not None and np.isfinite(std).any() else "mean"
+
+
 def figure2_plot(entries: pd.DataFrame, scale: dict):
     """Mean diagonal and off-diagonal entries of K0/d against depth, beside eq. (5): 1 and µ^(d-1)."""
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     for ax, col, ideal_col, title in ((axes[0], "diag", "ideal_diag", "diagonal K0(s,s)/d"),
                                       (axes[1], "offdiag", "ideal_offdiag", "off-diagonal K0(s,s')/d")):
-        ax.plot(entries.depth, entries[col], "o-", label=f"measured (w=500, mean of {scale['entry_runs']} runs)")
+        ax.plot(entries.depth, entries[col], "o-", label=f"measured (w=500, {_stat(entries, col)} of {scale['entry_runs']} runs)")
+        _spread(ax, entries.depth, entries[col], entries.get(f"{col}_std"))
         ax.plot(entries.depth, entries[ideal_col], "k:", label="ideal, eq. (5)")
         ax.set(xlabel="depth d", ylabel=title, xticks=list(entries.depth))
         ax.set_title(title, fontsize=9)
@@ -250,8 +269,13 @@ def figure7_8_data(scale: dict, common: list[str]) -> tuple[pd.DataFrame, pd.Dat
                         "test_acc": h["test_acc"]} for h in res["history"]]
             if label in NU_NETWORKS:
                 nus += [{"network": label, "seed": seed, **row} for row in _nu_over_training(cfg, run_dir, every)]
-    df = pd.DataFrame(curves).groupby(["network", "epoch"], as_index=False)[["train_acc", "test_acc"]].mean()
-    return df, pd.DataFrame(nus).groupby(["network", "epoch"], as_index=False)["nu"].mean()
+    return _mean_std(pd.DataFrame(curves), ["train_acc", "test_acc"]), _mean_std(pd.DataFrame(nus), ["nu"])
+
+
+def _mean_std(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Per (network, epoch): the mean over seeds of each column and its std (``<col>_std``, ddof 1; NaN for one seed)."""
+    g = df.groupby(["network", "epoch"], as_index=False)[cols]
+    return g.mean().merge(g.std().rename(columns={c: f"{c}_std" for c in cols}), on=["network", "epoch"])
 
 
 def figure7_plot(df: pd.DataFrame, scale: dict):
@@ -265,10 +289,11 @@ def figure7_plot(df: pd.DataFrame, scale: dict):
         for label in labels:
             sub = df[df.network == label]
             ax.plot(sub.epoch, 100 * sub[col], "o-", ms=3, label=label)
+            _spread(ax, sub.epoch, sub[col], sub.get(f"{col}_std"), scale=100)
         ax.set_title(title, fontsize=9)
         ax.set(xlabel="epoch", ylabel=f"{'training' if col == 'train_acc' else 'test'} accuracy (%)")
         ax.legend(fontsize=7, loc="lower right")
-    plotting.caption(fig, "002", "Fig 7", f"Binary-MNIST, FC w=100 d=6, RMSprop 1e-4, mean of {scale['seeds']} seed(s)"
+    plotting.caption(fig, "002", "Fig 7", f"Binary-MNIST, FC w=100 d=6, RMSprop 1e-4, {_stat(df, 'test_acc')} of {scale['seeds']} seed(s)"
                      + (f", {_data_text(scale)}" if scale["data"] else ""))
     return fig
 
@@ -282,8 +307,9 @@ def figure8_plot(nu_df: pd.DataFrame, scale: dict):
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     for label, sub in nu_df.groupby("network"):
         ax.plot(sub.epoch, sub.nu, "o-", label=label)
+        _spread(ax, sub.epoch, sub.nu, sub.get("nu_std"))
     ax.set(xlabel="epoch", ylabel=r"$\nu_t = y^\top \hat K_t^{-1} y$", yscale="log")
-    ax.set_title(f"Binary-MNIST, 200 examples, mean of {scale['seeds']} seed(s)", fontsize=9)
+    ax.set_title(f"Binary-MNIST, 200 examples, {_stat(nu_df, 'nu')} of {scale['seeds']} seed(s)", fontsize=9)
     ax.legend(fontsize=7, loc="upper right")
     plotting.caption(fig, "002", "Fig 8")
     return fig
