@@ -3,6 +3,7 @@ checkpoints, and iterative magnitude pruning as chained runs."""
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -240,11 +241,18 @@ def test_race_figures_are_written_with_their_data(race_runs, tmp_path, monkeypat
         r["config"]["arch"]["init_std"], r["config"]["dataset"]["limit_train"] = 1e-5, 200
         p.write_text(json.dumps(r))
     races.figures(grid, tmp_path / "all")  # the figures of `make races-report` (no text over other axes)
-    assert sorted(p.name for p in (tmp_path / "all").glob("*.png")) == ["figure3.png", "figure4.png"]  # 1, 5: d=300 runs only
+    assert sorted(p.name for p in (tmp_path / "all").glob("*.png")) == ["figure3.png"]  # 1, 4, 5: d=300 runs only (no empty figure)
     monkeypatch.setitem(races.DEFAULT, "d", 12)  # the tiny nets as the paper's d: Figs 1 and 5 too
-    races.figures(grid, tmp_path / "every")
+    stats = races.figures(grid, tmp_path / "every")["figures4_5"]
     assert sorted(p.name for p in (tmp_path / "every").glob("*.png")) == [
         "figure1.png", "figure1a_loss.png", "figure3.png", "figure4.png", "figure5.png"]
+    # the ρ of every seed, not only the one drawn; IMP (seed 0 only) gives ρ(pruned) on that seed alone
+    assert stats.seed.tolist() == [0, 1] and stats["rho_pruned@0.5"].notna().tolist() == [True, False]
+    drawn = pd.read_csv(tmp_path / "every" / "figure4.csv")
+    assert set(drawn.seed) == {0}
+    per_cell = (tmp_path / "every" / "figures4_5.md").read_text()
+    rho = stats.rho_cos_early_log_a_end
+    assert f"{rho.mean():.2f} ± {rho.std():.2f} (2)" in per_cell and f"{stats['rho_pruned@0.5'][0]:.2f} (1)" in per_cell
     for _, line in out.iterrows():
         run = next(f for f in found if f.imp is None and f.seed == line.seed)
         labels = neurons.clusters(neurons.total_weights(races.net_at(run, "last.pt")), 0.95)

@@ -181,55 +181,94 @@ def _scatter(ax, x, y, df, title, xlabel, ylabel, logy=False):
 
 
 def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
-    """Fig 4 for every (σ₀, N) cell of the paper's grid found, Fig 5 for those with IMP runs (first
-    seed); the Spearman ρ and growth slopes of each cell in ``figures4_5_stats.csv``."""
-    cells = sorted({r.cell for r in runs if r.imp is None and r.status == "completed" and r.d == DEFAULT["d"]
-                    and r.normalize == DEFAULT["normalize"]} & set(PAPER_TABLE1))
+    """Fig 4 for every (σ₀, N) cell of the paper's grid found, Fig 5 for those with IMP runs (each
+    cell's first seed drawn); the Spearman ρ and growth slopes of every seed in
+    ``figures4_5_stats.csv``, their mean ± std over seeds per cell in ``figures4_5.md``."""
+    dense = [r for r in runs if r.imp is None and r.status == "completed" and r.d == DEFAULT["d"]
+             and r.normalize == DEFAULT["normalize"] and r.cell in PAPER_TABLE1]
     stats, frames = [], []
-    for std, n in cells:
-        run = _pick(runs, std, n)
-        df, info = neuron_table(run, runs, root, early)
-        df["sigma0"], df["N"], df["seed"], df["early_step"] = std, n, run.seed, info["early"]
-        frames.append(df)
-        grow = np.log(df.a_early / df.a_0)  # Thm 3.11: log a(t)/a(0) linear in cos δ̄ early on
-        slope, _ = np.polyfit(df.cos_early, grow, 1)
-        log_end = torch.tensor(np.log(df.a_end.values))
-        line = {"sigma0": std, "N": n, "seed": run.seed, "early_step": info["early"], "drop_step": info["drop"],
-                "rho_cos_early_log_a_end": neurons.spearman(torch.tensor(df.cos_early.values), log_end),
-                "rho_cos_0_log_a_end": neurons.spearman(torch.tensor(df.cos_0.values), log_end),
-                "slope_log_growth_vs_cos": slope, "pearson_log_growth_vs_cos": float(np.corrcoef(df.cos_early, grow)[0, 1])}
-        for sp in SPARSITIES:
-            col = f"pruned@{sp:g}"
-            line[f"rho_pruned@{sp:g}"] = neurons.spearman(torch.tensor(df.cos_early.values), torch.tensor(
-                df[col].values, dtype=torch.float64)) if df[col].notna().all() else math.nan
-        stats.append(line)
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    cols = max(1, len(frames))
+    for std, n in sorted({r.cell for r in dense}):
+        for i, seed in enumerate(sorted({r.seed for r in dense if r.cell == (std, n)})):
+            run = _pick(runs, std, n, seed)
+            df, info = neuron_table(run, runs, root, early)
+            df["sigma0"], df["N"], df["seed"], df["early_step"] = std, n, run.seed, info["early"]
+            stats.append(_neuron_stats(df, info))
+            if i == 0:
+                frames.append(df)
+    if frames:
+        _figure4(frames, out)
+        _figure5([df for df in frames if df["pruned@0.5"].notna().all()], out)
+    s = pd.DataFrame(stats)
+    s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.4f")
+    if len(s):
+        (Path(out) / "figures4_5.md").write_text(_stats_md(s))
+    return s
+
+
+def _neuron_stats(df: pd.DataFrame, info: dict) -> dict:
+    """One seed's numbers of Figs 4 and 5: Spearman ρ of early alignment against final log norm and
+    against weights pruned, and the slope of log growth in cos δ̄ (Thm 3.11)."""
+    grow = np.log(df.a_early / df.a_0)  # Thm 3.11: log a(t)/a(0) linear in cos δ̄ early on
+    slope, _ = np.polyfit(df.cos_early, grow, 1)
+    log_end = torch.tensor(np.log(df.a_end.values))
+    line = {"sigma0": df.sigma0.iloc[0], "N": df.N.iloc[0], "seed": df.seed.iloc[0], "early_step": info["early"],
+            "drop_step": info["drop"],
+            "rho_cos_early_log_a_end": neurons.spearman(torch.tensor(df.cos_early.values), log_end),
+            "rho_cos_0_log_a_end": neurons.spearman(torch.tensor(df.cos_0.values), log_end),
+            "slope_log_growth_vs_cos": slope, "pearson_log_growth_vs_cos": float(np.corrcoef(df.cos_early, grow)[0, 1])}
+    for sp in SPARSITIES:
+        col = f"pruned@{sp:g}"
+        line[f"rho_pruned@{sp:g}"] = neurons.spearman(torch.tensor(df.cos_early.values), torch.tensor(
+            df[col].values, dtype=torch.float64)) if df[col].notna().all() else math.nan
+    return line
+
+
+STAT_COLUMNS = {"rho_cos_0_log_a_end": "ρ(cos δ̄ at t=0, log a end)", "rho_cos_early_log_a_end": "ρ(cos δ̄ early, log a end)",
+                **{f"rho_pruned@{sp:g}": f"ρ(cos δ̄ early, pruned) IMP {int(100 * sp)}%" for sp in SPARSITIES}}
+
+
+def _stats_md(s: pd.DataFrame) -> str:
+    """Per cell: mean ± std (ddof 1) over its seeds of each ρ, with the number of seeds it rests on."""
+    lines = ["| σ₀ | N | " + " | ".join(STAT_COLUMNS.values()) + " |", "|---|---|" + "---|" * len(STAT_COLUMNS)]
+    for (std, n), g in s.groupby(["sigma0", "N"]):
+        cells = []
+        for col in STAT_COLUMNS:
+            v = g[col].dropna()
+            cells.append("—" if v.empty else f"{v.mean():.2f} ± {v.std():.2f} ({len(v)})" if len(v) > 1
+                         else f"{v.iloc[0]:.2f} (1)")
+        lines.append(f"| {std:g} | {n} | " + " | ".join(cells) + " |")
+    return ("Spearman ρ per cell: mean ± std over seeds (ddof 1), the number of seeds in brackets; "
+            "the figures draw each cell's first seed.\n\n" + "\n".join(lines) + "\n")
+
+
+def _figure4(frames: list, out: Path) -> None:
+    cols = len(frames)
     fig4, ax4 = plt.subplots(2, cols, figsize=(4 * cols, 7), squeeze=False, layout="constrained")
     for j, df in enumerate(frames):
         head = f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}"
         for i, (when, t) in enumerate((("0", 0), ("early", df.early_step.iloc[0]))):
             sc = _scatter(ax4[i, j], df[f"cos_{when}"], df[f"a_{when}"], df, f"{head}: t={t}", "cos δ̄", "a = ‖w1‖‖w2‖", True)
         fig4.colorbar(sc, ax=ax4[:, j], fraction=0.03, label="log10 a(end)")
+    table = pd.concat(frames, ignore_index=True)
     plotting.caption(fig4, "004", "Fig 4", "norm product a against alignment cos δ̄, each cell's first seed "
-                     f"({report_seeds(table) if len(table) else 0} net per panel)")
+                     f"({report_seeds(table)} net per panel)")
     plotting.save(fig4, table, out, "figure4")
-    pruned = [df for df in frames if df["pruned@0.5"].notna().all()]
-    if pruned:
-        fig5, ax5 = plt.subplots(len(SPARSITIES), len(pruned), figsize=(4.4 * len(pruned), 10), squeeze=False,
-                                 layout="constrained")
-        for j, df in enumerate(pruned):
-            for i, sp in enumerate(SPARSITIES):
-                sc = _scatter(ax5[i, j], df.cos_early, df[f"pruned@{sp:g}"], df,
-                              f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}: IMP {int(100 * sp)}%",
-                              f"cos δ̄ (step {df.early_step.iloc[0]})", "weights pruned")
-            fig5.colorbar(sc, ax=ax5[:, j], fraction=0.03, label="log10 a(end)")
-        plotting.caption(fig5, "004", "Fig 5", "weights IMP prunes per neuron against its early alignment, "
-                         f"seed {report.joined(pd.concat(pruned).seed)}")
-        plotting.save(fig5, pd.concat(pruned, ignore_index=True), out, "figure5")
-    s = pd.DataFrame(stats)
-    s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.4f")
-    return s
+
+
+def _figure5(pruned: list, out: Path) -> None:
+    if not pruned:
+        return
+    fig5, ax5 = plt.subplots(len(SPARSITIES), len(pruned), figsize=(4.4 * len(pruned), 10), squeeze=False,
+                             layout="constrained")
+    for j, df in enumerate(pruned):
+        for i, sp in enumerate(SPARSITIES):
+            sc = _scatter(ax5[i, j], df.cos_early, df[f"pruned@{sp:g}"], df,
+                          f"σ₀={df.sigma0.iloc[0]:g} N={df.N.iloc[0]}: IMP {int(100 * sp)}%",
+                          f"cos δ̄ (step {df.early_step.iloc[0]})", "weights pruned")
+        fig5.colorbar(sc, ax=ax5[:, j], fraction=0.03, label="log10 a(end)")
+    plotting.caption(fig5, "004", "Fig 5", "weights IMP prunes per neuron against its early alignment, "
+                     f"seed {report.joined(pd.concat(pruned).seed)}")
+    plotting.save(fig5, pd.concat(pruned, ignore_index=True), out, "figure5")
 
 
 def main_runs(runs: list[RaceRun]) -> list[RaceRun]:
