@@ -205,9 +205,10 @@ races-report:
 
 # Paper 003 (gated routing networks) into out_root $(1) at scale $(2) (routing_reduced | routing_paper):
 # the K sweep (linear), the gain sweep, the leaky and the rotated-input K sweeps; extra overrides $(3).
+# (the gain sweep at K=$(5) when given, else routing_gain's K=5: the paper's Fig 10 has K=10 of M=40 and 100)
 define routing_runs
 	$(PYTHON) run.py -m '+experiment=$(2)' $(3) out_root=$(1) $(RUN_ARGS)
-	$(PYTHON) run.py -m '+experiment=[$(2),routing_gain]' $(3) out_root=$(1) $(RUN_ARGS)
+	$(PYTHON) run.py -m '+experiment=[$(2),routing_gain]' $(if $(5),dataset.routing.K=$(5)) $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=$(2)' regime=leaky $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_mnist_rot $(3) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=$(2)' dataset=routing_cifar_rot $(4) $(3) out_root=$(1) $(RUN_ARGS)
@@ -224,7 +225,7 @@ routing-reduced:
 	$(call routing_report,outputs/routing-reduced,outputs/reports/routing-reduced)
 
 routing-paper:
-	$(call routing_runs,outputs/routing-paper,routing_paper,,'arch.dense=[1024]')
+	$(call routing_runs,outputs/routing-paper,routing_paper,,'arch.dense=[1024]',10)
 	$(PYTHON) run.py -m '+experiment=routing_paper' dataset.routing.M=100 dataset.routing.K=10,20,30,40,50,60,70,80,90 out_root=outputs/routing-paper $(RUN_ARGS)
 	$(call routing_report,outputs/routing-paper,outputs/reports/routing-paper)
 
