@@ -1,5 +1,6 @@
 """Figure 3 equivalents end to end on tiny data: the runs, the kernels over training, the files."""
 import pandas as pd
+import matplotlib
 import pytest
 
 from gatelab.papers import dgn, npf
@@ -135,8 +136,9 @@ def test_the_legend_check_sees_a_legend_over_points_and_bars_but_not_beside_them
     plt.close(fig)
 
 
-def test_dgn_figures_7_and_8_show_the_seed_spread_where_the_csv_has_it():
-    """Means over seeds with their std (ddof 1) as a band; one seed (std NaN) or an older CSV
+def test_dgn_figures_2_7_and_8_show_the_seed_spread_where_the_csv_has_it():
+    """Means over seeds with their std (ddof 1) as a band in the curve's colour (Fig 7 in %, Fig 8 on
+    a log axis as mean ×/÷ (1 + std/mean), never reaching zero); one seed (std NaN) or an older CSV
     without std columns draws the means alone and says "mean"."""
     from gatelab.papers.dgn import figures
     from gatelab.papers.plotting import plt
@@ -151,4 +153,21 @@ def test_dgn_figures_7_and_8_show_the_seed_spread_where_the_csv_has_it():
         fig = figures.figure7_plot(frame, scale)
         assert sum(len(ax.collections) for ax in fig.axes) == bands  # ReLU in the panels of experiments 3 (2) and 4
         assert f"{word} of 2 seed(s)" in fig._suptitle.get_text()
+        if bands:
+            band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
+            assert band.min() == pytest.approx(100 * (0.6 - 0.02 ** 0.5)) and band.max() == pytest.approx(100 * (0.85 + 0.005 ** 0.5))
+            assert fig.axes[0].collections[0].get_facecolor()[0][:3] == pytest.approx(
+                matplotlib.colors.to_rgb(next(l for l in fig.axes[0].get_lines() if l.get_label() == "ReLU").get_color()))
+        plt.close(fig)
+    nu = figures._mean_std(pd.DataFrame({"network": ["ReLU"] * 2, "epoch": [0, 0], "seed": [0, 1], "nu": [100.0, 10.0]}),
+                           ["nu"])
+    fig = figures.figure8_plot(nu, scale)  # std 63.6 > mean 55: a linear band would cross zero
+    band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(55 / (1 + 0.5 * 90 * 2 ** 0.5 / 55)) and band.min() > 0
+    assert "mean ± std of 2 seed(s)" in fig.axes[0].get_title()
+    plt.close(fig)
+    entries = dgn.frg_entries({"depths": [2, 4], "entry_runs": 3}, __import__("torch").Generator().manual_seed(0))
+    for frame, bands in ((entries, 2), (entries.drop(columns=["diag_std", "offdiag_std"]), 0)):  # an older CSV
+        fig = figures.figure2_plot(frame, {"entry_runs": 3})
+        assert sum(len(ax.collections) for ax in fig.axes) == bands
         plt.close(fig)

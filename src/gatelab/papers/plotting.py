@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.collections import PathCollection  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from gatelab.core.results import device_name, git_commit  # noqa: E402
@@ -42,27 +43,27 @@ def overlaps(fig) -> list[str]:
     return found
 
 
-def _along(xy: np.ndarray, step: float = 2.0) -> np.ndarray:
-    """Points every ``step`` pixels along a polyline (display coordinates), its vertices included."""
-    xy = xy[np.isfinite(xy).all(1)]
-    if len(xy) < 2:
-        return xy
-    seg = np.diff(xy, axis=0)
-    n = np.maximum(1, np.ceil(np.hypot(seg[:, 0], seg[:, 1]) / step)).astype(int)
-    t = np.concatenate([np.arange(k) / k for k in n])
-    start = np.repeat(np.arange(len(seg)), n)
-    return np.concatenate([xy[start] + t[:, None] * seg[start], xy[-1:]])
+def _along(xy: np.ndarray, step: float = 2.0, most: int = 2000) -> np.ndarray:
+    """Points every ``step`` pixels (at most ``most`` a segment) along a polyline in display
+    coordinates, its finite vertices included; a non-finite vertex breaks the line, as matplotlib draws it."""
+    ok = np.isfinite(xy).all(1)
+    seg, valid = np.diff(xy, axis=0), ok[:-1] & ok[1:]
+    starts, seg = xy[:-1][valid], seg[valid]
+    n = np.clip(np.ceil(np.hypot(seg[:, 0], seg[:, 1]) / step), 1, most).astype(int)
+    t = np.concatenate([np.arange(k) / k for k in n]) if len(n) else np.zeros(0)
+    idx = np.repeat(np.arange(len(seg)), n)
+    return np.concatenate([starts[idx] + t[:, None] * seg[idx], xy[ok]])
 
 
 def _data_points(ax):
     """Display coordinates of the data an axes draws: points along its lines in data coordinates
     (segments as drawn, not only vertices; not the reference lines of axhline/axvline; lines with
-    no line style as their markers), scatter points, bar tops."""
+    no line style as their markers), scatter points, bar tops. Filled bands are not data points."""
     pts = [_along(ax.transData.transform(line.get_xydata())) if line.get_linestyle() not in ("None", "", " ")
            else ax.transData.transform(line.get_xydata()) for line in ax.get_lines()
            if line.get_visible() and len(line.get_xydata()) and line.get_transform() == ax.transData]
     pts += [c.get_offset_transform().transform(c.get_offsets()) for c in ax.collections
-            if c.get_visible() and len(c.get_offsets())]
+            if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets())]
     for patch in ax.patches:
         if patch.get_visible():
             b = patch.get_window_extent()

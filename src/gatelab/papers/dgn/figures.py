@@ -157,11 +157,16 @@ def figure1_plot(res: dict, scale: dict):
 
 def _spread(ax, x, mean, std, scale: float = 1.0) -> None:
     """A band of mean ± std (the spread over runs or seeds) under the last line drawn, in its colour;
-    nothing where the CSV has no std (reports made before it was recorded) or one run (NaN)."""
+    on a log axis mean ×/÷ (1 + std/mean), the same relative width, which never reaches zero. Nothing
+    where the CSV has no std (reports made before it was recorded) or one run (NaN)."""
     if std is None or not np.isfinite(std).any():
         return
-    ax.fill_between(x, scale * (mean - std), scale * (mean + std), color=ax.get_lines()[-1].get_color(), alpha=0.2,
-                    lw=0)
+    if ax.get_yscale() == "log":
+        factor = 1 + std / mean
+        lo, hi = mean / factor, mean * factor
+    else:
+        lo, hi = mean - std, mean + std
+    ax.fill_between(x, scale * lo, scale * hi, color=ax.get_lines()[-1].get_color(), alpha=0.2, lw=0)
 
 
 def _stat(df: pd.DataFrame, col: str) -> str:
@@ -253,7 +258,7 @@ def _nu_over_training(cfg, run_dir: Path, every: int) -> list[dict]:
 
 def figure7_8_data(scale: dict, common: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Binary-MNIST, FC w=100 d=6, RMSprop 1e-4: train/test accuracy over epochs of the networks of
-    experiments 3-5 and ν_t of four of them, means over seeds."""
+    experiments 3-5 and ν_t of four of them, means and stds over seeds."""
     base = [*common, "dataset=binary_mnist", "arch=fc", "arch.dense=[100,100,100,100,100]", "optimizer=rmsprop",
             "optimizer.lr=1e-4", *scale["data"]]
     every = scale["nu_every"]
@@ -279,7 +284,8 @@ def _mean_std(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
 
 
 def figure7_plot(df: pd.DataFrame, scale: dict):
-    """Training and test accuracy (%) over epochs of the networks of experiments 3-5, means over seeds."""
+    """Training and test accuracy (%) over epochs of the networks of experiments 3-5, means over seeds
+    (± std where the CSV has it)."""
     panels = [("train_acc", list(FIG7_NETWORKS)[:4], "training: the 4 networks of experiment 3"),
               ("test_acc", list(FIG7_NETWORKS)[:4], "test: the 4 networks of experiment 3"),
               ("test_acc", ["learned gates", "GaLU frozen"], "test: learned vs non-learned gates (exp. 5)"),
@@ -305,10 +311,11 @@ def _data_text(scale: dict) -> str:
 def figure8_plot(nu_df: pd.DataFrame, scale: dict):
     """ν_t of the trace-normalised NTK over training (log scale: the paper's ordering is at the end)."""
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    ax.set_yscale("log")
     for label, sub in nu_df.groupby("network"):
         ax.plot(sub.epoch, sub.nu, "o-", label=label)
         _spread(ax, sub.epoch, sub.nu, sub.get("nu_std"))
-    ax.set(xlabel="epoch", ylabel=r"$\nu_t = y^\top \hat K_t^{-1} y$", yscale="log")
+    ax.set(xlabel="epoch", ylabel=r"$\nu_t = y^\top \hat K_t^{-1} y$")
     ax.set_title(f"Binary-MNIST, 200 examples, {_stat(nu_df, 'nu')} of {scale['seeds']} seed(s)", fontsize=9)
     ax.legend(fontsize=7, loc="upper right")
     plotting.caption(fig, "002", "Fig 8")

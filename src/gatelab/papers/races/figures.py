@@ -46,7 +46,7 @@ def neuron_table(run: RaceRun, runs: list[RaceRun], root: Optional[str], early: 
     for sp in SPARSITIES:
         mask = _imp_mask(run, sp, runs)
         df[f"pruned@{sp:g}"] = neurons.pruned_per_neuron(mask).numpy() if mask is not None else np.nan
-    return df, {"curve": curve, "early": t_early, "drop": drop_step(curve)}
+    return df, {"curve": curve, "early": t_early, "drop": drop_step(curve), "epochs": run.epochs}
 
 
 def _imp_mask(run: RaceRun, sparsity: float, runs: list[RaceRun]) -> Optional[dict]:
@@ -199,7 +199,8 @@ def figures4_5(runs, root, early, out: Path) -> pd.DataFrame:
         _figure4(frames, out)
         _figure5([df for df in frames if df["pruned@0.5"].notna().all()], out)
     s = pd.DataFrame(stats)
-    s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.4f")
+    s.to_csv(Path(out) / "figures4_5_stats.csv", index=False, float_format="%.6g")
+    (Path(out) / "figures4_5.md").unlink(missing_ok=True)
     if len(s):
         (Path(out) / "figures4_5.md").write_text(_stats_md(s))
     return s
@@ -211,7 +212,8 @@ def _neuron_stats(df: pd.DataFrame, info: dict) -> dict:
     grow = np.log(df.a_early / df.a_0)  # Thm 3.11: log a(t)/a(0) linear in cos δ̄ early on
     slope, _ = np.polyfit(df.cos_early, grow, 1)
     log_end = torch.tensor(np.log(df.a_end.values))
-    line = {"sigma0": df.sigma0.iloc[0], "N": df.N.iloc[0], "seed": df.seed.iloc[0], "early_step": info["early"],
+    line = {"sigma0": df.sigma0.iloc[0], "N": df.N.iloc[0], "seed": df.seed.iloc[0], "epochs": info["epochs"],
+            "early_step": info["early"],
             "drop_step": info["drop"],
             "rho_cos_early_log_a_end": neurons.spearman(torch.tensor(df.cos_early.values), log_end),
             "rho_cos_0_log_a_end": neurons.spearman(torch.tensor(df.cos_0.values), log_end),
@@ -230,7 +232,7 @@ STAT_COLUMNS = {"rho_cos_0_log_a_end": "ρ(cos δ̄ at t=0, log a end)", "rho_co
 def _stats_md(s: pd.DataFrame) -> str:
     """Per cell: mean ± std (ddof 1) over its seeds of each ρ, with the number of seeds it rests on."""
     lines = ["| σ₀ | N | " + " | ".join(STAT_COLUMNS.values()) + " |", "|---|---|" + "---|" * len(STAT_COLUMNS)]
-    for (std, n), g in s.groupby(["sigma0", "N"]):
+    for (std, n, _), g in s.groupby(["sigma0", "N", "epochs"]):  # one epoch count per cell (main_runs)
         cells = []
         for col in STAT_COLUMNS:
             v = g[col].dropna()
