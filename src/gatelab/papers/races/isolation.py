@@ -47,7 +47,8 @@ def _trained_variant(normalize: str, epochs: int) -> Optional[tuple[str, str]]:
 def isolation(runs: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
     """One line per (choice, variant, N, τ) on the σ₀=1e-5, d=300 dense runs: k (mean, std ddof 0),
     its change from the default on the same N, the training accuracy, and the paper's k."""
-    dense = [r for r in runs if r.std == SIGMA0 and r.d == DEFAULT["d"] and r.imp is None]
+    dense = [r for r in runs if r.std == SIGMA0 and r.d == DEFAULT["d"] and r.imp is None
+             and r.cell in PAPER_TABLE1]  # Table 1's N only: Fig 3a's other N have no paper k
     lines = []
     default = [r for r in dense if (r.normalize, r.epochs) == (DEFAULT["normalize"], DEFAULT_EPOCHS)]
     for (choice, variant), rule in RULES.items():
