@@ -236,8 +236,7 @@ def _stats_md(s: pd.DataFrame) -> str:
         cells = []
         for col in STAT_COLUMNS:
             v = g[col].dropna()
-            cells.append("—" if v.empty else f"{v.mean():.2f} ± {v.std():.2f} ({len(v)})" if len(v) > 1
-                         else f"{v.iloc[0]:.2f} (1)")
+            cells.append("—" if v.empty else f"{report.fmt(*report.mean_std(v.tolist()))} ({len(v)})")
         lines.append(f"| {std:g} | {n} | " + " | ".join(cells) + " |")
     return ("Spearman ρ per cell: mean ± std over seeds (ddof 1), the number of seeds in brackets; "
             "the figures draw each cell's first seed.\n\n" + "\n".join(lines) + "\n")
