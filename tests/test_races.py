@@ -299,7 +299,7 @@ def test_isolation_varies_one_choice_at_a_time_on_the_same_seeds(race_runs, tmp_
     assert "| **paper** |" in text and "complete linkage" in text and "make races" in text
 
 
-def test_loss_trace_records_the_training_loss_at_every_step_of_its_window(tiny_root, tmp_path):
+def test_loss_trace_records_the_training_loss_at_every_step_of_its_window(tiny_root, tmp_path, caplog):
     """loss_trace=[lo, hi]: each stacked net's full training-set loss after every step in the window;
     a shortened traced run trains the same steps as the main run (its losses equal the main run's
     step checkpoints'), and the report reads the drop from it."""
@@ -308,16 +308,27 @@ def test_loss_trace_records_the_training_loss_at_every_step_of_its_window(tiny_r
     base = [*RACE, "seeds=[0,1]", "checkpoint_steps=[0,4,7]", "optimizer.lr=0.05", f"out_root={tmp_path}"]
     run_seeds(make_cfg([*base, "epochs=2"], tiny_root))
     run_seeds(make_cfg([*base, "epochs=1", "loss_trace=[0,9]"], tiny_root))
+    run_seeds(make_cfg([*base, "epochs=3", "loss_trace=[3,9]"], tiny_root))  # a window after t=0
+    with caplog.at_level("WARNING"):  # the trace is not in the run key: a finished run is not retrained
+        run_seeds(make_cfg([*base, "epochs=2", "loss_trace=[3,9]"], tiny_root))
+    assert "loss_trace=[3, 9] not recorded" in caplog.text
     main, _ = races.scan(tmp_path)
     every, _ = races.scan(tmp_path, traced=True)
-    assert len(main) == 2 and not any(r.trace for r in main) and len(every) == 4
+    assert len(main) == 2 and not any(r.trace for r in main) and len(every) == 6
     for r in (r for r in every if r.trace):
         trace = pd.read_csv(r.path / races.TRACE)
-        assert trace.step.tolist() == list(range(0, 10))
+        assert trace.step.tolist() == list(range(r.trace[0], 10))
         curve = races.loss_curve(r)
-        assert curve[curve.source == "every step"].step.tolist() == list(range(10))
+        assert curve[curve.source == "every step"].step.tolist() == list(range(r.trace[0], 10))
     drops = races.traced_drops(every, main)
-    assert sorted(drops.seed) == [0, 1] and (drops.max_gap_vs_checkpoints < 1e-5).all()
+    assert sorted(drops.seed) == [0, 0, 1, 1] and (drops.max_gap_vs_checkpoints < 1e-5).all()
+    # a late window measures the plateau at t=0 from the main run: the same drop where it lies in the window
+    whole, late = (drops[drops.window == w].set_index("seed") for w in ("0-9", "3-9"))
+    for seed in (0, 1):
+        for col in ("drop_step", "half_step"):
+            t = whole.loc[seed, col]
+            assert late.loc[seed, col] == t if t >= 3 else pd.isna(late.loc[seed, col]), (seed, col, t)
+    assert whole.drop_step.notna().all()
     races.write_table1(tmp_path, tmp_path / "out")
     assert "The loss drop at every step" in (tmp_path / "out" / "table1.md").read_text()
     assert (tmp_path / "out" / "loss_drop.csv").is_file()

@@ -71,12 +71,22 @@ def train_entries(entries: list) -> list:
                 log.info("%s already %s (best test acc %s); skipped (force=true reruns it)", run_dir,
                          done["status"], done["best_test_acc"])
                 out[i] = {**done, "skipped": True}
+                _warn_untraced(c, done)
             else:
                 todo.append(i)
         if todo:
             for i, res in zip(todo, _train_todo([entries[i] for i in todo])):
                 out[i] = res
     return out
+
+
+def _warn_untraced(cfg, done: dict) -> None:
+    """``loss_trace`` is a measurement, not part of the run key: a finished run asked for another window
+    is not trained again, so say that its trace is not the one asked for."""
+    asked, has = list(cfg.get("loss_trace") or []), list(done["config"].get("loss_trace") or [])
+    if asked != has:
+        log.warning("loss_trace=%s not recorded: the run finished with loss_trace=%s (force=true retrains it "
+                    "with the new window)", asked, has)
 
 
 @contextlib.contextmanager

@@ -77,9 +77,10 @@ def scan(runs_dir: Path, traced: bool = False) -> tuple[list[RaceRun], list[str]
 
 def traced_drops(runs: list[RaceRun], main: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
     """Per ``loss_trace`` run: the steps at which its loss has come 10% and 50% of the way down, at
-    every step (the plateau's level from t=0, the end from the same seed's main run), and the largest
-    gap between its loss and the main run's step checkpoints at the steps both have (the two runs
-    train the same steps; a gap would show they do not)."""
+    every step of its window (the plateau's level at t=0 and the end from the same seed's main run, so
+    a window may start after t=0; a drop before the window's start is None, not a grid step), and the
+    largest gap between its loss and the main run's step checkpoints at the steps both have (the two
+    runs train the same steps; a gap would show they do not)."""
     lines = []
     for r in (r for r in runs if r.trace and r.status == "completed"):
         twin = next((m for m in main if m.imp is None and m.status == "completed" and (m.std, m.n, m.d, m.seed,
@@ -90,11 +91,13 @@ def traced_drops(runs: list[RaceRun], main: list[RaceRun], root: Optional[str] =
         main_curve = loss_curve(twin, root)
         (x, y), _ = run_data(twin, root)
         traced = curve.set_index("step").loss
+        curve = pd.concat([main_curve[main_curve.step < r.trace[0]][["step", "loss"]], curve], ignore_index=True)
+        in_window = lambda t: t if t is not None and t >= r.trace[0] else None  # noqa: E731
         gap = max((abs(traced[t] - net_at(twin, f"step_{t}.pt").loss(x, y)) for t in step_checkpoints(twin)
                    if t in traced.index), default=math.nan)
         lines.append({"sigma0": r.std, "N": r.n, "seed": r.seed, "window": f"{r.trace[0]}-{r.trace[1]}",
-                      "drop_step": drop_step(curve, DROP_FRACTION, main_curve.loss.iloc[-1]),
-                      "half_step": drop_step(curve, 0.5, main_curve.loss.iloc[-1]),
+                      "drop_step": in_window(drop_step(curve, DROP_FRACTION, main_curve.loss.iloc[-1])),
+                      "half_step": in_window(drop_step(curve, 0.5, main_curve.loss.iloc[-1])),
                       "grid_drop_step": drop_step(main_curve), "max_gap_vs_checkpoints": gap})
     return pd.DataFrame(lines)
 
@@ -302,7 +305,8 @@ def _traced_md(traced: Optional[pd.DataFrame]) -> list[str]:
     if traced is None or not len(traced):
         return []
     out = ["", "The loss drop at every step (`loss_trace` runs: each seed's first steps trained again with the "
-           "training-set loss recorded after every step of the window; the final loss from its 100-epoch run). "
+           "training-set loss recorded after every step of the window; the plateau (t=0) and the final loss from its "
+           "100-epoch run). "
            "Gap: the largest |loss| difference between the two runs at the checkpoint steps they share (float32 "
            "training-time evaluation against float64 checkpoints; a larger gap would mean they trained different "
            "steps). Paper: \"drops around t=300\".", "",
@@ -311,7 +315,8 @@ def _traced_md(traced: Optional[pd.DataFrame]) -> list[str]:
     for (std, n), g in traced.groupby(["sigma0", "N"], sort=True):
         d = g.drop_step.dropna()
         half = g.half_step.dropna()
-        span = f" [{int(d.min())}–{int(d.max())}]" if len(d) else ""
+        span = (f" [{int(d.min())}–{int(d.max())}]" if len(d) else "") + \
+            (f", {len(g) - len(d)} before the window" if len(d) < len(g) else "")
         out.append(f"| {std:g} | {n} | {len(g)} | {report.joined(g.window)} | "
                    f"{_pm(*report.mean_std(list(d), 0), digits=0, n=len(d))}{span} | "
                    f"{_pm(g.grid_drop_step.mean(), None, 0)} | "
