@@ -177,10 +177,16 @@ define race_runs
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=$(4) epochs=50,300 out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' dataset.limit_train=200 epochs=60 $(RACES_TRACE) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' dataset.limit_train=800 epochs=15 $(RACES_TRACE) out_root=$(1) $(RUN_ARGS)
+	$(if $(2),,$(PYTHON) run.py -m '+experiment=[race]' dataset.limit_train=4000 arch.init_std=1e-3 epochs=2 $(RACES_TRACE_4000_1e-3) out_root=$(1) $(RUN_ARGS))
+	$(if $(2),,$(PYTHON) run.py -m '+experiment=[race]' dataset.limit_train=4000 arch.init_std=1e-5 epochs=4 $(RACES_TRACE_4000_1e-5) out_root=$(1) $(RUN_ARGS))
 endef
 # The loss drop at every step: the first 3000 steps of N=200 (60 epochs) and N=800 (15 epochs) again, the
-# training-set loss recorded after each (N=4000 stays on the checkpoint grid: 20x the cost per step)
+# training-set loss recorded after each. At N=4000 (full scale only) a traced step costs 20x N=200's, so only
+# a window around the drop is traced, chosen from the checkpoint grid (10% down at 1750-2000 for
+# sigma_0=1e-3, 3000-4000 for 1e-5); the plateau's level comes from the main run's t=0.
 RACES_TRACE = 'loss_trace=[0,3000]'
+RACES_TRACE_4000_1e-3 = 'loss_trace=[1250,2000]'
+RACES_TRACE_4000_1e-5 = 'loss_trace=[2000,4000]'
 RACES_ROOT = outputs/races$(if $(EPOCHS),-$(EPOCHS)ep)
 RACES_CAPACITY = 'arch.dense=[10],[30],[100],[300],[1000]' dataset.limit_train=50,100,200,400,800,2000,4000
 
