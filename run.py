@@ -23,6 +23,7 @@ from gatelab.core.runs import register_resolver  # noqa: E402
 from gatelab.data.datasets import DataNotFoundError  # noqa: E402
 from gatelab.launch import plan  # noqa: E402
 from gatelab.launch.sweep import outcome_of, record  # noqa: E402
+from gatelab.training.loop import Terminated  # noqa: E402
 
 register()
 register_resolver()
@@ -51,9 +52,10 @@ def main(cfg: DictConfig):
     log.info("%s", plan.banner(jobs))
     try:
         results = plan.execute(jobs)
-    except KeyboardInterrupt:
-        log.error("stopped by Ctrl-C: the runs are recorded as interrupted; the same command resumes them")
-        sys.exit(130)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM while training (gatelab.training.loop.Terminated)
+        by = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
+        log.error("stopped by %s: the runs are recorded as interrupted; the same command resumes them", by)
+        sys.exit(143 if isinstance(e, Terminated) else 130)
     except Exception as e:
         for job in jobs:
             for _, d in job.entries:

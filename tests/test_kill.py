@@ -166,7 +166,8 @@ def test_sigkill_at_random_instants_then_resume_equals_uninterrupted(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_on_the_command_line_prints_one_line_and_exits_130(tmp_path):
+@pytest.mark.parametrize("sig, code, by", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_ctrl_c_or_sigterm_on_the_command_line_prints_one_line_and_records_interrupted(tmp_path, sig, code, by):
     root = write_tiny_data(tmp_path / "data", n_train=6000, n_test=100)
     p = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "epochs=50", "progress=false", "threads=1",
                           f"data.root={root}", f"out_root={tmp_path}"], stdout=subprocess.PIPE,
@@ -177,8 +178,8 @@ def test_ctrl_c_on_the_command_line_prints_one_line_and_exits_130(tmp_path):
         results = next(tmp_path.rglob("results.json"), None)
         time.sleep(0.2)
     time.sleep(1.0)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, _ = p.communicate(timeout=60)
-    assert p.returncode == 130
-    assert "Traceback" not in out and out.count("interrupted") == 1
+    assert p.returncode == code
+    assert "Traceback" not in out and out.count("interrupted") == 1 and f"stopped by {by}" in out
     assert json.loads(results.read_text())["status"] == "interrupted"

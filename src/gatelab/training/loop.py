@@ -5,7 +5,7 @@ in the paper's code), test loss/accuracy; checkpoints ``ckpt/last.pt`` (every ``
 epochs and every ``checkpoint_minutes`` inside an epoch, the one it replaces kept as ``prev.pt``),
 ``ckpt/best.pt`` (best test accuracy: the FLNPF source, as in the paper's code) and
 ``ckpt/epoch_<N>.pt`` for ``checkpoint_epochs`` (0: the initialisation). A non-finite loss stops
-the run with status ``diverged``; an exception records ``failed``, Ctrl-C ``interrupted``. Only
+the run with status ``diverged``; an exception records ``failed``, Ctrl-C or SIGTERM ``interrupted``. Only
 ``completed`` runs are results.
 
 The nets of one job (the seeds of a cell, a row's regime family) train stacked
@@ -21,6 +21,8 @@ import fcntl
 import logging
 import math
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -63,7 +65,7 @@ def train_entries(entries: list) -> list:
     missing dataset or an unusable FLNPF source; that and any later exception are recorded in every
     run's results.json before re-raising. A run directory is locked while it trains, so two
     processes never train the same run at once."""
-    with locked([d for _, d in entries]):
+    with locked([d for _, d in entries]), _sigterm_interrupts():
         out, todo = [None] * len(entries), []
         for i, (c, run_dir) in enumerate(entries):
             done = finished_results(run_dir)
@@ -78,6 +80,30 @@ def train_entries(entries: list) -> list:
             for i, res in zip(todo, _train_todo([entries[i] for i in todo])):
                 out[i] = res
     return out
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while runs train (``kill``, a scheduler's time limit): recorded ``interrupted``, as Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM raises :class:`Terminated` in the main thread while runs train, so that every run
+    records ``interrupted`` (resumable) rather than staying ``running``. A handler set by someone
+    else (submitit's, on a cluster) is left alone."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Terminated(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _warn_untraced(cfg, done: dict) -> None:
