@@ -241,10 +241,11 @@ STABLE_MAX_N = 800  # Algorithm 1 costs probes x N x 1024 per iteration: the N=4
 
 
 def stable_cells(races: list[RaceRun], root: Optional[str] = None) -> dict:
-    """{N: (stable cells with sign +1, with sign -1)} of each main training set with N <= 800."""
-    out = {}
+    """{N: (stable cells with sign +1, with sign -1)} of each training set of Table 1's grid with N <= 800."""
+    out, grid = {}, {n for _, n in PAPER_TABLE1}
     for r in sorted(races, key=lambda r: r.n):
-        if r.n in out or r.n > STABLE_MAX_N or r.normalize != DEFAULT["normalize"] or r.imp is not None:
+        if r.n in out or r.n not in grid or r.n > STABLE_MAX_N or r.normalize != DEFAULT["normalize"] or \
+                r.imp is not None:
             continue
         (x, y), _ = run_data(r, root)
         out[r.n] = tuple(neurons.stable_cell_count(x, y, generator=torch.Generator().manual_seed(0), sign=s)
