@@ -167,7 +167,7 @@ bench:
 # extra overrides $(3) for the Fig 3a sweep. Table 1's grid, IMP round 3 at 20/50/70% (rounds 1-2
 # and the dense run first), Fig 3a's d x N, and the checks on sigma_0=1e-5 at N=$(4): the input scale
 # (normalize=$(5)) and the number of epochs (the isolation report varies one choice at a time); the
-# loss_trace runs (the loss drop at every step).
+# loss_trace runs (the loss drop at every step); Fig 3a's small N at equal steps (full scale).
 define race_runs
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' out_root=$(1) $(RUN_ARGS)
 	$(if $(2),$(PYTHON) run.py -m '+experiment=[race$(comma)$(2)]' dataset.limit_train=4000 seeds=[0] out_root=$(1) $(RUN_ARGS))
@@ -177,6 +177,8 @@ define race_runs
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' arch.init_std=1e-5 dataset.limit_train=$(4) epochs=50,300 out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' dataset.limit_train=200 epochs=60 $(RACES_TRACE) out_root=$(1) $(RUN_ARGS)
 	$(PYTHON) run.py -m '+experiment=[race$(if $(2),$(comma)$(2))]' dataset.limit_train=800 epochs=15 $(RACES_TRACE) out_root=$(1) $(RUN_ARGS)
+	$(if $(2),,$(PYTHON) run.py -m '+experiment=[race,race_capacity]' $(RACES_EQUAL_STEPS) dataset.limit_train=50 epochs=385 out_root=$(1) $(RUN_ARGS))
+	$(if $(2),,$(PYTHON) run.py -m '+experiment=[race,race_capacity]' $(RACES_EQUAL_STEPS) dataset.limit_train=100 epochs=200 out_root=$(1) $(RUN_ARGS))
 	$(if $(2),,$(PYTHON) run.py -m '+experiment=[race]' dataset.limit_train=4000 arch.init_std=1e-3 epochs=2 $(RACES_TRACE_4000_1e-3) out_root=$(1) $(RUN_ARGS))
 	$(if $(2),,$(PYTHON) run.py -m '+experiment=[race]' dataset.limit_train=4000 arch.init_std=1e-5 epochs=4 $(RACES_TRACE_4000_1e-5) out_root=$(1) $(RUN_ARGS))
 endef
@@ -185,6 +187,10 @@ endef
 # a window around the drop is traced, chosen from the checkpoint grid (10% down at 1750-2000 for
 # sigma_0=1e-3, 3000-4000 for 1e-5); the plateau's level comes from the main run's t=0.
 RACES_TRACE = 'loss_trace=[0,3000]'
+# Fig 3a below N=200 at N=200's length (5000 steps of batch 4: 385 epochs at N=50, 200 at N=100), full
+# scale only: whether the length of training, not N, puts k(N=50) above k(N=200) (figure3_lengths.md; only
+# the final k is compared, so no step checkpoints)
+RACES_EQUAL_STEPS = 'arch.dense=[100],[300],[1000]' 'checkpoint_steps=[]'
 RACES_TRACE_4000_1e-3 = 'loss_trace=[1250,2000]'
 RACES_TRACE_4000_1e-5 = 'loss_trace=[2000,4000]'
 RACES_ROOT = outputs/races$(if $(EPOCHS),-$(EPOCHS)ep)

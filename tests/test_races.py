@@ -269,6 +269,29 @@ def test_figures_show_the_main_epochs_and_inputs_only(race_runs):
     assert kept == found  # the 300-epoch and unit-input variants are left to the checks
 
 
+def test_figure3_lengths_lists_k_at_each_length_of_a_cell_trained_at_more_than_one(race_runs, tmp_path):
+    import shutil
+    import pandas as pd
+    from gatelab.papers import races
+    runs_dir, root = race_runs
+    assert not len(races.figure3_lengths(races.scan(runs_dir)[0], tmp_path))  # one length: nothing to compare
+    assert not (tmp_path / "figure3_lengths.md").exists()
+    grid = tmp_path / "runs"
+    shutil.copytree(runs_dir, grid)
+    run_seeds(make_cfg([*RACE, "epochs=6", "seeds=[0,1]", "arch.init_std=1e-3", "optimizer.lr=0.05",
+                        f"out_root={grid}"], root))  # the same cell trained twice as long
+    found, _ = races.scan(grid)
+    df = races.figure3_lengths(found, tmp_path)
+    assert sorted(zip(df.epochs, df.steps, df.seed)) == [(3, 30, 0), (3, 30, 1), (6, 60, 0), (6, 60, 1)]
+    for line in df.itertuples():
+        run = next(r for r in found if r.imp is None and (r.seed, r.epochs) == (line.seed, line.epochs))
+        assert line.k_end == int(neurons.clusters(neurons.total_weights(races.net_at(run, "last.pt")), 0.95).max()) + 1
+    text = (tmp_path / "figure3_lengths.md").read_text()
+    for epochs, g in df.groupby("epochs"):
+        k = pd.Series(g.k_end.tolist(), dtype=float)
+        assert f"| {epochs} | {epochs * 10} | {k.mean():.2f} ± {k.std():.2f} (2) |" in text
+
+
 def test_isolation_varies_one_choice_at_a_time_on_the_same_seeds(race_runs, tmp_path):
     import shutil
     from gatelab.papers import races

@@ -122,12 +122,7 @@ def report_seeds(df: pd.DataFrame) -> str:
 
 def figure3(runs, root, out: Path) -> pd.DataFrame:
     """3a: k(τ=0.95) at the end against N per d (σ₀=1e-5); 3b: k(0.95) at t=0, before the drop, end."""
-    lines = []
-    for r in runs:
-        if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]:
-            lines.append({"sigma0": r.std, "N": r.n, "d": r.d, "seed": r.seed, "epochs": r.epochs,
-                          "k_end": int(neurons.clusters(neurons.total_weights(net_at(r, "last.pt")), 0.95).max()) + 1})
-    a = pd.DataFrame(lines)
+    a = _k_end(runs)
     if not len(a):
         return a
     b_lines = []
@@ -139,7 +134,7 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
             before = max([t for t in steps if drop is None or t < drop], default=None)
             for when, ckpt in (("init", "step_0.pt"), ("before drop", f"step_{before}.pt"), ("end", "last.pt")):
                 if (r.path / checkpoints.CKPT_DIR / ckpt).is_file():
-                    k = int(neurons.clusters(neurons.total_weights(net_at(r, ckpt)), 0.95).max()) + 1
+                    k = _k95(r, ckpt)
                     b_lines.append({"sigma0": std, "N": n, "seed": r.seed, "when": when, "k": k, "ckpt": ckpt})
     b = pd.DataFrame(b_lines)
     fig, ax = plt.subplots(1, 2, figsize=(13, 4.4))
@@ -171,6 +166,39 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
     plotting.caption(fig, "004", "Fig 3", f"mean ± std over seeds (n={report_seeds(a)}), final networks")
     plotting.save(fig, both, out, "figure3")
     return both
+
+
+def _k95(run: RaceRun, ckpt: str = "last.pt") -> int:
+    """Clusters k at τ=0.95 of a run's network at ``ckpt`` (Fig 3)."""
+    return int(neurons.clusters(neurons.total_weights(net_at(run, ckpt)), 0.95).max()) + 1
+
+
+def _k_end(runs) -> pd.DataFrame:
+    """k(τ=0.95) of each completed dense run's final network at the default input scale."""
+    return pd.DataFrame([{"sigma0": r.std, "N": r.n, "d": r.d, "seed": r.seed, "epochs": r.epochs,
+                          "steps": r.epochs * r.per_epoch, "k_end": _k95(r)} for r in runs
+                         if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]])
+
+
+def figure3_lengths(runs, out: Path) -> pd.DataFrame:
+    """Fig 3a's k(τ=0.95) at the end for the (σ₀, d, N) cells trained at more than one length, beside
+    the optimiser steps of each: whether the length of training, not N, sets k where N is small
+    (100 epochs of batch 4 are 1300 steps at N=50, 5000 at N=200). ``figure3_lengths.{csv,md}``."""
+    a = _k_end(runs)
+    if not len(a):
+        return a
+    a = a[a.groupby(["sigma0", "d", "N"]).epochs.transform("nunique") > 1]
+    if not len(a):
+        return a
+    s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).k_end.agg(list).reset_index()
+    lines = ["k at τ=0.95 of the final networks (mean ± std over seeds, ddof 1; seeds in brackets) for the cells "
+             "trained at more than one length; the figures show the 100-epoch runs.", "",
+             "| σ₀ | d | N | epochs | steps | k (τ=0.95) |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r.sigma0:g} | {r.d} | {r.N} | {r.epochs} | {r.steps} | "
+              f"{report.fmt(*report.mean_std(r.k_end))} ({len(r.k_end)}) |" for r in s.itertuples()]
+    a.to_csv(Path(out) / "figure3_lengths.csv", index=False)
+    (Path(out) / "figure3_lengths.md").write_text("\n".join(lines) + "\n")
+    return a
 
 
 def _scatter(ax, x, y, df, title, xlabel, ylabel, logy=False):
@@ -283,10 +311,11 @@ def main_runs(runs: list[RaceRun]) -> list[RaceRun]:
 
 
 def figures(runs_dir: Path, out: Path, root: Optional[str] = None, early: Optional[int] = None) -> dict:
-    runs = main_runs(scan(runs_dir)[0])
+    found = scan(runs_dir)[0]
+    runs = main_runs(found)
     if not runs:
         raise SystemExit(f"no race runs (+experiment=race) below {runs_dir}")
     return {"figure1": figure1(runs, root, early, out), "figure3": figure3(runs, root, out),
-            "figures4_5": figures4_5(runs, root, early, out)}
+            "figure3_lengths": figure3_lengths(found, out), "figures4_5": figures4_5(runs, root, early, out)}
 
 
