@@ -44,11 +44,16 @@ def _trained_variant(normalize: str, epochs: int) -> Optional[tuple[str, str]]:
     return "input scale and epochs", f"{normalize}, {epochs} epochs"
 
 
+def _dense(runs: list[RaceRun]) -> list[RaceRun]:
+    """The runs the isolation compares: σ₀=1e-5, d=300, dense, at Table 1's N only (Fig 3a's other N
+    have no paper k)."""
+    return [r for r in runs if r.std == SIGMA0 and r.d == DEFAULT["d"] and r.imp is None and r.cell in PAPER_TABLE1]
+
+
 def isolation(runs: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
     """One line per (choice, variant, N, τ) on the σ₀=1e-5, d=300 dense runs: k (mean, std ddof 0),
     its change from the default on the same N, the training accuracy, and the paper's k."""
-    dense = [r for r in runs if r.std == SIGMA0 and r.d == DEFAULT["d"] and r.imp is None
-             and r.cell in PAPER_TABLE1]  # Table 1's N only: Fig 3a's other N have no paper k
+    dense = _dense(runs)
     lines = []
     default = [r for r in dense if (r.normalize, r.epochs) == (DEFAULT["normalize"], DEFAULT_EPOCHS)]
     for (choice, variant), rule in RULES.items():
@@ -122,7 +127,7 @@ def write_isolation(runs_dir: Path, out: Path, command: str = "", root: Optional
     if not len(df):
         raise SystemExit(f"no σ₀={SIGMA0:g}, d={DEFAULT['d']} race runs below {runs_dir}")
     plain_runs, _ = report.scan(runs_dir)
-    paths = {str(r.path) for r in races if r.std == SIGMA0 and r.d == DEFAULT["d"] and r.imp is None}
+    paths = {str(r.path) for r in _dense(races)}
     text = render(df, [r for r in plain_runs if str(r.path) in paths], command)
     report.write_outputs(out, "isolation", df, {"md": text})
     return df
