@@ -53,9 +53,9 @@ def main(cfg: DictConfig):
     try:
         results = plan.execute(jobs)
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM while training (gatelab.training.loop.Terminated)
-        by = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
+        by, code = ("SIGTERM", 143) if isinstance(e, Terminated) else ("Ctrl-C", 130)
         log.error("stopped by %s: the runs are recorded as interrupted; the same command resumes them", by)
-        sys.exit(143 if isinstance(e, Terminated) else 130)
+        sys.exit(code)
     except Exception as e:
         for job in jobs:
             for _, d in job.entries:

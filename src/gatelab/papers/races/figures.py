@@ -122,7 +122,7 @@ def report_seeds(df: pd.DataFrame) -> str:
 
 def figure3(runs, root, out: Path) -> pd.DataFrame:
     """3a: k(τ=0.95) at the end against N per d (σ₀=1e-5); 3b: k(0.95) at t=0, before the drop, end."""
-    a = _k_end(runs)
+    a = _k_end(_ends(runs))
     if not len(a):
         return a
     b_lines = []
@@ -173,21 +173,25 @@ def _k95(run: RaceRun, ckpt: str = "last.pt") -> int:
     return int(neurons.clusters(neurons.total_weights(net_at(run, ckpt)), 0.95).max()) + 1
 
 
+def _ends(runs) -> list[RaceRun]:
+    """The completed dense runs at the default input scale: their final networks are Fig 3a's."""
+    return [r for r in runs if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]]
+
+
 def _k_end(runs) -> pd.DataFrame:
-    """k(τ=0.95) of each completed dense run's final network at the default input scale."""
+    """k(τ=0.95) of each run's final network."""
     return pd.DataFrame([{"sigma0": r.std, "N": r.n, "d": r.d, "seed": r.seed, "epochs": r.epochs,
-                          "steps": r.epochs * r.per_epoch, "k_end": _k95(r)} for r in runs
-                         if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]])
+                          "steps": r.epochs * r.per_epoch, "k_end": _k95(r)} for r in runs])
 
 
 def figure3_lengths(runs, out: Path) -> pd.DataFrame:
     """Fig 3a's k(τ=0.95) at the end for the (σ₀, d, N) cells trained at more than one length, beside
     the optimiser steps of each: whether the length of training, not N, sets k where N is small
     (100 epochs of batch 4 are 1300 steps at N=50, 5000 at N=200). ``figure3_lengths.{csv,md}``."""
-    a = _k_end(runs)
-    if not len(a):
-        return a
-    a = a[a.groupby(["sigma0", "d", "N"]).epochs.transform("nunique") > 1]
+    lengths: dict[tuple, set] = {}
+    for r in _ends(runs):
+        lengths.setdefault((r.std, r.d, r.n), set()).add(r.epochs)
+    a = _k_end([r for r in _ends(runs) if len(lengths[(r.std, r.d, r.n)]) > 1])  # only these cells' networks
     if not len(a):
         return a
     s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).k_end.agg(list).reset_index()
