@@ -70,6 +70,16 @@ def test_slurm_launcher_config_composes(tiny_root):
         assert needle in p.stdout
 
 
+def test_a_time_limit_signal_in_a_jobs_first_minute_is_warned_of():
+    from omegaconf import OmegaConf
+    from gatelab.launch.slurm import signal_window
+    shipped = OmegaConf.load(ROOT / "conf/hydra/launcher/cluster.yaml")
+    assert signal_window({"timeout_min": shipped.timeout_min, "signal_delay_s": shipped.signal_delay_s}) is None
+    assert signal_window({"timeout_min": 2, "signal_delay_s": 60}) is None  # a minute left to start
+    warning = signal_window({"timeout_min": 1, "signal_delay_s": 40})
+    assert "20 s after it starts" in warning and "killed, not requeued" in warning
+
+
 @pytest.mark.slow
 def test_submitit_local_runs_two_jobs(tiny_root, tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")

@@ -63,6 +63,18 @@ def check_request(params: dict, nodes: Optional[list[dict]]) -> None:
         "or on the command line (e.g. hydra.launcher.cpus_per_task=1 hydra.launcher.mem_gb=4).")
 
 
+def signal_window(params: dict) -> Optional[str]:
+    """A warning when SLURM's time-limit signal (``signal_delay_s`` before ``timeout_min``) is due in
+    a job's first minute: submitit handles it only once the job's pickle has loaded (its imports take
+    3-20 s), and a signal before that kills the job (FAILED) instead of requeuing it."""
+    timeout, delay = params.get("timeout_min"), params.get("signal_delay_s")
+    if not timeout or delay is None or timeout * 60 - delay >= 60:
+        return None
+    return (f"hydra.launcher.signal_delay_s={delay} with timeout_min={timeout}: SLURM signals each job "
+            f"{timeout * 60 - delay} s after it starts; a job still loading then is killed, not requeued. "
+            "Leave a minute or more (a longer timeout_min or a shorter signal_delay_s).")
+
+
 def job_state(job_id: str) -> str:
     """``JobState`` and ``Reason`` of a job as ``scontrol`` reports them (kept ``MinJobAge`` seconds
     after it ends), without accounting; '?' when it no longer knows the job."""

@@ -17,9 +17,11 @@ if _SubmititSlurm is not None:
 
         def launch(self, job_overrides, initial_job_idx):
             from gatelab.launch.plan import waves
-            from gatelab.launch.slurm import check_request, cluster_nodes, report_unfinished_jobs
+            from gatelab.launch.slurm import check_request, cluster_nodes, log, report_unfinished_jobs, signal_window
 
             check_request(self.params, cluster_nodes(self.params.get("partition")))
+            if signal_window(self.params):
+                log.warning(signal_window(self.params))
             loader = self.hydra_context.config_loader
             stages = waves([list(o) for o in job_overrides], lambda o: loader.load_sweep_config(self.config, o))
             returns = []
