@@ -304,22 +304,24 @@ def test_isolation_finds_the_base_and_changes_one_factor_at_a_time():
     settings = {"base": dict(M=10, epochs=15, lr=0.01, gaps=(8.0, 2.0)),
                 "longer": dict(M=10, epochs=30, lr=0.01, gaps=(2.0, 0.5)),
                 "slower": dict(M=10, epochs=15, lr=0.001, gaps=(9.0, 4.0)),
-                "two_off": dict(M=20, epochs=30, lr=0.01, gaps=(1.0, 0.1))}
+                "two_off": dict(M=20, epochs=30, lr=0.01, gaps=(1.0, 0.1)),
+                "other_task": dict(M=10, epochs=15, lr=0.01, gaps=(1.0, 0.1), task="u")}
     rows = []
     for name, s in settings.items():
         for k, gap in zip((4, 5), s["gaps"]):
             for seed in range(3):
                 e = 10.0 + 0.1 * seed
-                rows.append({"path": f"{name}{k}{seed}", "status": "completed", "seed": seed, "task": "t",
+                rows.append({"path": f"{name}{k}{seed}", "status": "completed", "seed": seed, "task": s.get("task", "t"),
                              "regime": "dln", "M": s["M"], "K": k * s["M"] // 10, "input": "permute", "gain": 1.0,
                              "h": 8, "lr": s["lr"], "epochs": s["epochs"], "limits": "600/100",
                              "plateau_exit_epoch": 1, "finished_at": "", "commit": None, "device": "cpu",
                              "err_trained": e, "err_untrained": e + gap, "loss_trained": 0.4, "loss_untrained": 0.5,
                              "train_err_trained": e, "train_err_untrained": e})
     iso = paper.isolation(paper.table(rows)).set_index("factor")
-    assert sorted(iso.index) == ["base", "epochs", "lr"]  # two factors off the base: left out
+    assert list(iso.index) == ["base", "epochs", "lr", "M + epochs"]  # another task: left out
     assert iso.loc["epochs", "value"] == 30 and iso.loc["epochs", "base_value"] == 15
-    for name, factor in (("base", "base"), ("longer", "epochs"), ("slower", "lr")):
+    assert iso.loc["M + epochs", "value"] == "20, 30" and iso.loc["M + epochs", "base_value"] == "10, 15"
+    for name, factor in (("base", "base"), ("longer", "epochs"), ("slower", "lr"), ("two_off", "M + epochs")):
         want = paper.gap_crossing([0.4, 0.5], list(settings[name]["gaps"]))[0]
         assert iso.loc[factor, "k_over_m_at_gap"] == pytest.approx(want)
         assert iso.loc[factor, "shift"] == pytest.approx(want - iso.loc["base", "k_over_m_at_gap"])
@@ -327,6 +329,7 @@ def test_isolation_finds_the_base_and_changes_one_factor_at_a_time():
     from gatelab.papers.routing.isolation import render
     text = render(iso.reset_index(), rows, "make routing-isolation")
     assert "| epochs | 15 → 30 |" in text and "| lr | 0.01 → 0.001 |" in text and "make routing-isolation" in text
+    assert "| M + epochs | 10, 15 → 20, 30 |" in text
 
 
 def test_the_gain_figure_renders_beside_the_k_sweep_under_the_strict_check(tmp_path):
