@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT, TINY_ARCH, make_cfg, same_run, strip_seconds, write_tiny_data
 from gatelab.core import checkpoints
 from gatelab.core.runs import seed_run_dirs
+from gatelab.launch.plan import state_of
 from gatelab.training import loop as train_mod
 from gatelab.training.loop import train, train_seeds
 from gatelab.training.rows import train_row
@@ -158,6 +159,9 @@ def test_sigkill_at_random_instants_then_resume_equals_uninterrupted(tmp_path):
         if p.poll() is None:
             os.kill(p.pid, signal.SIGKILL)
         p.wait()
+        for res in (tmp_path / "cut").rglob("seed?-*/results.json"):  # what the next plan says of them
+            if json.loads(res.read_text())["status"] == "running":
+                assert state_of(res.parent, 4)[0].startswith("stopped: pid "), state_of(res.parent, 4)
     assert start(tmp_path / "cut").wait(timeout=300) == 0
     refs = sorted((tmp_path / "ref").rglob("seed?-*/results.json"))
     assert len(refs) == 3

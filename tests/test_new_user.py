@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, make_cfg
 from gatelab.core.config import ConfigError
 from gatelab.launch import plan
-from gatelab.training.loop import locked
+from gatelab.core.results import locked
 
 
 @pytest.mark.parametrize("arch", ["gconv", "vconv"])

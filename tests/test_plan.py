@@ -84,6 +84,21 @@ def test_dry_run_prints_the_plan_and_trains_nothing(tiny_root, tmp_path):
     assert not list(tmp_path.rglob("results.json"))
 
 
+def test_the_plan_tells_a_run_that_trains_from_one_whose_process_was_killed(tmp_path):
+    """results.json says ``running`` while a run trains and still after its process was killed
+    (SIGKILL, out of memory): the plan tells them apart by the run's .lock."""
+    import os
+    from gatelab.core.results import RESULTS, RESULTS_VERSION, locked
+    run, me = tmp_path / "run", f"pid {os.getpid()}"
+    run.mkdir()
+    (run / RESULTS).write_text(json.dumps({"version": RESULTS_VERSION, "status": "running", "history": [{}, {}]}))
+    with locked([run]):
+        assert plan.state_of(run, 5) == (f"running ({me} on {os.uname().nodename}), resumes after epoch <= 2", 3)
+    assert plan.state_of(run, 5) == (f"stopped: {me} no longer holds its lock (killed?), resumes after epoch <= 2", 3)
+    (run / ".lock").write_text("pid 7 on another-node\n")  # a lock another host's file system may hide
+    assert plan.state_of(run, 5)[0] == "running or stopped on another-node, resumes after epoch <= 2"
+
+
 @pytest.mark.slow
 def test_a_sweep_whose_job_fails_exits_non_zero(tmp_path):
     good = write_tiny_data(tmp_path / "good")

@@ -10,11 +10,17 @@ imports the training loop. A results.json holds (version :data:`RESULTS_VERSION`
 error, traceback``.
 
 ``status`` is ``running`` while a run trains, then ``completed``, ``diverged`` (a non-finite
-training loss), ``failed`` (an exception) or ``interrupted`` (Ctrl-C; the rerun resumes). Only ``completed`` runs are results.
+training loss), ``failed`` (an exception) or ``interrupted`` (Ctrl-C or SIGTERM; the rerun resumes).
+Only ``completed`` runs are results. A process killed outright (SIGKILL, out of memory) leaves
+``running``: :func:`trainer_of` tells such a run from one that trains, by its ``.lock``.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import logging
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -42,6 +48,52 @@ def finished_results(run_dir: Path) -> Optional[dict]:
     """The results of a run directory whose run is final (completed or diverged), else None."""
     res = read_results(Path(run_dir) / RESULTS)
     return res if res is not None and res.get("status") in FINAL else None
+
+
+LOCK = ".lock"  # held (flock, exclusive) by the process that trains the run; it says "pid <n> on <host>"
+
+
+@contextlib.contextmanager
+def locked(run_dirs):
+    """Exclusive ``<run>/.lock`` on every run directory (in sorted order, so no two jobs deadlock);
+    a lock held by another process is waited for, saying so once."""
+    with contextlib.ExitStack() as stack:
+        for d in sorted(Path(d) for d in run_dirs):
+            d.mkdir(parents=True, exist_ok=True)
+            f = stack.enter_context(open(d / LOCK, "a+"))
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                holder = f.read().strip() or "another process"
+                logging.getLogger("gatelab").info("waiting for %s: it is training in %s", d, holder)
+                fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
+            f.flush()
+        yield
+
+
+def trainer_of(run_dir: Path) -> str:
+    """Who trains a run whose results.json says ``running``: ``running (pid <n> on <host>)`` while a
+    process holds its ``.lock``; ``stopped: pid <n> no longer holds its lock (killed?)`` when none does
+    and the lock was taken on this host (SIGKILL, out of memory); ``running or stopped on <host>`` when
+    it was taken on another host, whose locks a shared file system may not show here."""
+    path = Path(run_dir) / LOCK
+    try:
+        with open(path) as f:
+            holder = f.read().strip()
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return f"running ({holder or 'another process'})"
+    except OSError:
+        return "stopped: no process ever locked it"
+    pid, _, host = holder.partition(" on ")
+    if host and host != os.uname().nodename:
+        return f"running or stopped on {host}"
+    return f"stopped: {pid or 'its process'} no longer holds its lock (killed?)"
 
 
 def git_commit() -> Optional[str]:
@@ -90,10 +142,6 @@ def claim_gpu(n: int, lock_dir: Optional[str] = None) -> int:
     ``<lock_dir>/gpu<i>.lock`` (``$GATELAB_GPU_LOCKS``, default ``/tmp/gatelab-gpu-locks-<uid>``),
     released when the process ends. With every GPU held, the least-numbered one is shared
     (with a warning). Respects ``CUDA_VISIBLE_DEVICES`` (``n`` counts the visible GPUs)."""
-    import fcntl
-    import logging
-    import os
-
     if _CLAIMED:
         return next(iter(_CLAIMED))
     root = Path(lock_dir or os.environ.get(GPU_LOCKS) or f"/tmp/gatelab-gpu-locks-{os.getuid()}")

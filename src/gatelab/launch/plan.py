@@ -25,7 +25,7 @@ from omegaconf import OmegaConf
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
 from gatelab.core.config import ConfigError, precision_of, validate
-from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, read_results
+from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, read_results, trainer_of
 from gatelab.core.runs import job_config, run_dir
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
@@ -160,7 +160,8 @@ def state_of(d: Path, epochs: int) -> tuple[str, int]:
     if res.get("status") in FINAL:
         return res["status"], 0
     done = len(res.get("history") or [])
-    return (f"{res['status']}, resumes after epoch <= {done}" if done else res["status"]), epochs - done
+    status = trainer_of(d) if res["status"] == "running" else res["status"]
+    return (f"{status}, resumes after epoch <= {done}" if done else status), epochs - done
 
 
 def steps_per_epoch(c) -> int:

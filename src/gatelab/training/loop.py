@@ -17,7 +17,6 @@ the case S = 1. Prerequisite runs (an FLNPF source, an earlier IMP round) are th
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import math
 import os
@@ -33,7 +32,7 @@ from tqdm.auto import tqdm
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
 from gatelab.core.config import precision_of, validate
-from gatelab.core.results import LOSS_TRACE, environment, finished_results, resolve_device
+from gatelab.core.results import LOSS_TRACE, environment, finished_results, locked, resolve_device
 from gatelab.core.runs import plain
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
@@ -113,28 +112,6 @@ def _warn_untraced(cfg, done: dict) -> None:
     if asked != has:
         log.warning("loss_trace=%s not recorded: the run finished with loss_trace=%s (force=true retrains it "
                     "with the new window)", asked, has)
-
-
-@contextlib.contextmanager
-def locked(run_dirs):
-    """Exclusive ``<run>/.lock`` on every run directory (in sorted order, so no two jobs deadlock);
-    a lock held by another process is waited for, saying so once."""
-    with contextlib.ExitStack() as stack:
-        for d in sorted(Path(d) for d in run_dirs):
-            d.mkdir(parents=True, exist_ok=True)
-            f = stack.enter_context(open(d / ".lock", "a+"))
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                f.seek(0)
-                holder = f.read().strip() or "another process"
-                log.info("waiting for %s: it is training in %s", d, holder)
-                fcntl.flock(f, fcntl.LOCK_EX)
-            f.seek(0)
-            f.truncate()
-            f.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
-            f.flush()
-        yield
 
 
 def _train_todo(entries: list) -> list:
