@@ -171,6 +171,19 @@ def test_merge_is_not_exact_for_non_parallel_cluster():
     assert (merged.logits(x) - net.logits(x)).abs().max() > 1e6 * _logit_tol(net, x)
 
 
+def test_clusters_holding_counts_the_clusters_that_carry_the_norm_product():
+    """Two parallel neurons of a = 10, one of a = 1 in another direction and a near-zero one in a
+    third: three clusters, one a singleton of a = 1e-6 that k counts and the weight share does not."""
+    w1 = torch.tensor([[1.0, 0, 0], [2.0, 0, 0], [0, 1.0, 0], [0, 0, 1e-3]])
+    w2 = torch.tensor([[10.0, 5.0, 1.0, 1e-3], [0, 0, 0, 0]])
+    net = OneHidden(w1, torch.zeros(4), w2, torch.zeros(2))
+    labels = nr.clusters(nr.total_weights(net, ("w1",)), 0.95)
+    assert labels.tolist() == [0, 0, 1, 2]
+    assert nr.clusters_holding(net, labels) == 2  # 20 + 1 of 21.000001 is over 99%, 20 alone is not
+    assert nr.clusters_holding(net, labels, share=0.9) == 1
+    assert nr.clusters_holding(net, labels, share=1.0) == 3
+
+
 def test_merge_with_tau_above_one_reproduces_the_net():
     net = _random_net(d=10, din=6, seed=9)
     x = torch.randn(100, 6, generator=_gen(10), dtype=torch.float64)

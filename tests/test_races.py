@@ -290,6 +290,19 @@ def test_figure3_lengths_lists_k_at_each_length_of_a_cell_trained_at_more_than_o
     for epochs, g in df.groupby("epochs"):
         k = pd.Series(g.k_end.tolist(), dtype=float)
         assert f"| {epochs} | {epochs * 10} | {k.mean():.2f} ± {k.std():.2f} (2) |" in text
+    composition = races.figure3_composition(found, tmp_path)  # every length of every cell, as the lengths
+    assert sorted(zip(composition.epochs, composition.seed)) == sorted(zip(df.epochs, df.seed))
+    for line in composition.itertuples():
+        run = next(r for r in found if r.imp is None and (r.seed, r.epochs) == (line.seed, line.epochs))
+        net = races.net_at(run, "last.pt")
+        labels = neurons.clusters(neurons.total_weights(net), 0.95)
+        assert (line.k_end, line.singletons, line.k_99) == (
+            int(labels.max()) + 1, int((torch.bincount(labels) == 1).sum()), neurons.clusters_holding(net, labels))
+        assert 1 <= line.k_99 <= line.k_end
+    table = (tmp_path / "figure3_composition.md").read_text()
+    for epochs, g in composition.groupby("epochs"):
+        single = pd.Series(g.singletons.tolist(), dtype=float)
+        assert f"| {epochs} | {epochs * 10} | 2 |" in table and f"| {single.mean():.2f} ± {single.std():.2f} |" in table
 
 
 def test_isolation_varies_one_choice_at_a_time_on_the_same_seeds(race_runs, tmp_path):

@@ -169,6 +169,15 @@ def clusters(v: torch.Tensor, tau: float, linkage: str = "single") -> torch.Tens
     raise ValueError(f"unknown linkage {linkage!r} (single or complete)")
 
 
+def clusters_holding(net: OneHidden, labels: torch.Tensor, share: float = 0.99) -> int:
+    """The fewest clusters (``labels``) that together hold ``share`` of Σ_α a_α, a_α = ‖w1_α‖‖w2_{:,α}‖
+    (§5): k counted by what the clusters carry, where :func:`clusters` also counts a near-zero neuron
+    that merged with no other as a cluster of its own."""
+    a = _f64(net.w1).norm(dim=1) * _f64(net.w2).norm(dim=0)
+    held = torch.zeros(int(labels.max()) + 1, dtype=_DT).index_add_(0, labels, a).sort(descending=True).values
+    return int((held.cumsum(0) < share * held.sum()).sum()) + 1
+
+
 def merge(net: OneHidden, labels: torch.Tensor) -> OneHidden:
     """Merge each cluster C into one neuron (§4 "neurons that play the same role").
 

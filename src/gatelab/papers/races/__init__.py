@@ -36,7 +36,7 @@ from gatelab.papers.races.table1 import (  # noqa: F401
     render_table1, write_table1)
 from gatelab.papers.races.isolation import isolation, write_isolation  # noqa: F401
 from gatelab.papers.races.figures import (  # noqa: F401
-    early_step, neuron_table, figure1, figure3, figure3_lengths, figures4_5, main_runs,
+    early_step, neuron_table, figure1, figure3, figure3_composition, figure3_lengths, figures4_5, main_runs,
     figures)
 
 

@@ -2,6 +2,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Optional
@@ -179,9 +180,25 @@ def _ends(runs) -> list[RaceRun]:
 
 
 def _k_end(runs) -> pd.DataFrame:
-    """k(τ=0.95) of each run's final network."""
+    """Of each run's final network: k(τ=0.95), its clusters of one neuron, and the fewest clusters
+    that hold 99% of Σ a_α (:func:`neurons.clusters_holding`)."""
     return pd.DataFrame([{"sigma0": r.std, "N": r.n, "d": r.d, "seed": r.seed, "epochs": r.epochs,
-                          "steps": r.epochs * r.per_epoch, "k_end": _k95(r)} for r in runs])
+                          "steps": r.epochs * r.per_epoch, **_end_clusters(r.path / checkpoints.CKPT_DIR / "last.pt")}
+                         for r in runs])
+
+
+def _end_clusters(ckpt: Path) -> dict:
+    k, singletons, k_99 = _clusters_of(ckpt, ckpt.stat().st_mtime_ns)
+    return {"k_end": k, "singletons": singletons, "k_99": k_99}
+
+
+@functools.lru_cache(maxsize=None)
+def _clusters_of(ckpt: Path, mtime_ns: int) -> tuple[int, int, int]:
+    """(k, clusters of one neuron, clusters holding 99% of Σ a_α) at τ=0.95 of the network in ``ckpt``,
+    computed once per file and version: Figs 3a, its lengths and its composition share them."""
+    net = neurons.OneHidden.from_state(checkpoints.load(ckpt)["model"])
+    labels = neurons.clusters(neurons.total_weights(net), 0.95)
+    return int(labels.max()) + 1, int((torch.bincount(labels) == 1).sum()), neurons.clusters_holding(net, labels)
 
 
 def figure3_lengths(runs, out: Path) -> pd.DataFrame:
@@ -202,6 +219,28 @@ def figure3_lengths(runs, out: Path) -> pd.DataFrame:
               f"{report.fmt(*report.mean_std(r.k_end))} ({len(r.k_end)}) |" for r in s.itertuples()]
     a.to_csv(Path(out) / "figure3_lengths.csv", index=False)
     (Path(out) / "figure3_lengths.md").write_text("\n".join(lines) + "\n")
+    return a
+
+
+def figure3_composition(runs, out: Path) -> pd.DataFrame:
+    """What Fig 3a's k counts in each final network, per σ₀, d, N and length: the clusters at τ=0.95,
+    those of a single neuron, and the fewest clusters that hold 99% of Σ a_α.
+    ``figure3_composition.{csv,md}``."""
+    a = _k_end(_ends(runs))
+    if not len(a):
+        return a
+    s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).agg(list).reset_index()
+    lines = ["What k counts in the final networks (mean ± std over seeds, ddof 1): the clusters at τ=0.95 (k), "
+             "those of one neuron (singletons), and the fewest clusters that together hold 99% of Σ_α a_α, "
+             "a_α = ‖w1_α‖‖w2_α‖ (k_99). Fig 3a shows σ₀=1e-5 at 100 epochs; the other lengths are the "
+             "equal-steps and epoch checks.", "",
+             "| σ₀ | d | N | epochs | steps | seeds | k (τ=0.95) | singletons | k_99 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.sigma0:g} | {r.d} | {r.N} | {r.epochs} | {r.steps} | {len(r.k_end)} | "
+              f"{report.fmt(*report.mean_std(r.k_end))} | {report.fmt(*report.mean_std(r.singletons))} | "
+              f"{report.fmt(*report.mean_std(r.k_99))} |" for r in s.itertuples()]
+    a.to_csv(Path(out) / "figure3_composition.csv", index=False)
+    (Path(out) / "figure3_composition.md").write_text("\n".join(lines) + "\n")
     return a
 
 
@@ -320,6 +359,7 @@ def figures(runs_dir: Path, out: Path, root: Optional[str] = None, early: Option
     if not runs:
         raise SystemExit(f"no race runs (+experiment=race) below {runs_dir}")
     return {"figure1": figure1(runs, root, early, out), "figure3": figure3(runs, root, out),
-            "figure3_lengths": figure3_lengths(found, out), "figures4_5": figures4_5(runs, root, early, out)}
+            "figure3_lengths": figure3_lengths(found, out), "figure3_composition": figure3_composition(found, out),
+            "figures4_5": figures4_5(runs, root, early, out)}
 
 
