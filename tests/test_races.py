@@ -296,8 +296,11 @@ def test_figure3_lengths_lists_k_at_each_length_of_a_cell_trained_at_more_than_o
         run = next(r for r in found if r.imp is None and (r.seed, r.epochs) == (line.seed, line.epochs))
         net = races.net_at(run, "last.pt")
         labels = neurons.clusters(neurons.total_weights(net), 0.95)
+        single = torch.bincount(labels)[labels] == 1
         assert (line.k_end, line.singletons, line.k_99) == (
-            int(labels.max()) + 1, int((torch.bincount(labels) == 1).sum()), neurons.clusters_holding(net, labels))
+            int(labels.max()) + 1, int(single.sum()), neurons.clusters_holding(net, labels))
+        a = net.w1.norm(dim=1) * net.w2.norm(dim=0)
+        assert line.singleton_share == pytest.approx(float(a[single].sum() / a.sum()), rel=1e-12)
         assert 1 <= line.k_99 <= line.k_end
     table = (tmp_path / "figure3_composition.md").read_text()
     for epochs, g in composition.groupby("epochs"):

@@ -169,11 +169,16 @@ def clusters(v: torch.Tensor, tau: float, linkage: str = "single") -> torch.Tens
     raise ValueError(f"unknown linkage {linkage!r} (single or complete)")
 
 
+def norm_product(net: OneHidden) -> torch.Tensor:
+    """a_α = ‖w1_α‖ ‖w2_{:,α}‖ (d,): what neuron α carries (§5, Thm B.1)."""
+    return net.w1.norm(dim=1) * net.w2.norm(dim=0)
+
+
 def clusters_holding(net: OneHidden, labels: torch.Tensor, share: float = 0.99) -> int:
-    """The fewest clusters (``labels``) that together hold ``share`` of Σ_α a_α, a_α = ‖w1_α‖‖w2_{:,α}‖
-    (§5): k counted by what the clusters carry, where :func:`clusters` also counts a near-zero neuron
-    that merged with no other as a cluster of its own."""
-    a = _f64(net.w1).norm(dim=1) * _f64(net.w2).norm(dim=0)
+    """The fewest clusters (``labels``) that together hold ``share`` of Σ_α a_α (:func:`norm_product`):
+    k counted by what the clusters carry, where :func:`clusters` also counts a near-zero neuron that
+    merged with no other as a cluster of its own."""
+    a = norm_product(net)
     held = torch.zeros(int(labels.max()) + 1, dtype=_DT).index_add_(0, labels, a).sort(descending=True).values
     return int((held.cumsum(0) < share * held.sum()).sum()) + 1
 
@@ -256,7 +261,7 @@ def alignment(net: OneHidden, x, y) -> dict:
     ok = (nw > 0) & (ng > 0)
     cos = torch.where(ok, (net.w1 * gamma).sum(1) / (nw * ng).clamp_min(torch.finfo(_DT).tiny),
                       torch.zeros_like(nw)).clamp(-1.0, 1.0)
-    return {"a": nw * net.w2.norm(dim=0), "cos_delta": cos, "cls": cls, "gamma": gamma}
+    return {"a": norm_product(net), "cos_delta": cos, "cls": cls, "gamma": gamma}
 
 
 _PRUNE_KEYS = ("value.hidden.0.weight", "value.head.weight")

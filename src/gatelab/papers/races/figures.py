@@ -188,17 +188,20 @@ def _k_end(runs) -> pd.DataFrame:
 
 
 def _end_clusters(ckpt: Path) -> dict:
-    k, singletons, k_99 = _clusters_of(ckpt, ckpt.stat().st_mtime_ns)
-    return {"k_end": k, "singletons": singletons, "k_99": k_99}
+    return dict(_clusters_of(ckpt, ckpt.stat().st_mtime_ns))
 
 
 @functools.lru_cache(maxsize=None)
-def _clusters_of(ckpt: Path, mtime_ns: int) -> tuple[int, int, int]:
-    """(k, clusters of one neuron, clusters holding 99% of Σ a_α) at τ=0.95 of the network in ``ckpt``,
-    computed once per file and version: Figs 3a, its lengths and its composition share them."""
+def _clusters_of(ckpt: Path, mtime_ns: int) -> tuple:
+    """At τ=0.95, of the network in ``ckpt``: k, its clusters of one neuron and the share of Σ a_α they
+    hold, and the fewest clusters holding 99% of it; computed once per file and version (Fig 3a, its
+    lengths and its composition share them)."""
     net = neurons.OneHidden.from_state(checkpoints.load(ckpt)["model"])
     labels = neurons.clusters(neurons.total_weights(net), 0.95)
-    return int(labels.max()) + 1, int((torch.bincount(labels) == 1).sum()), neurons.clusters_holding(net, labels)
+    single, a = torch.bincount(labels)[labels] == 1, neurons.norm_product(net)
+    return (("k_end", int(labels.max()) + 1), ("singletons", int(single.sum())),
+            ("singleton_share", float(a[single].sum() / a.sum()) if a.sum() > 0 else math.nan),
+            ("k_99", neurons.clusters_holding(net, labels)))
 
 
 def figure3_lengths(runs, out: Path) -> pd.DataFrame:
@@ -231,14 +234,14 @@ def figure3_composition(runs, out: Path) -> pd.DataFrame:
         return a
     s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).agg(list).reset_index()
     lines = ["What k counts in the final networks (mean ± std over seeds, ddof 1): the clusters at τ=0.95 (k), "
-             "those of one neuron (singletons), and the fewest clusters that together hold 99% of Σ_α a_α, "
-             "a_α = ‖w1_α‖‖w2_α‖ (k_99). Fig 3a shows σ₀=1e-5 at 100 epochs; the other lengths are the "
-             "equal-steps and epoch checks.", "",
-             "| σ₀ | d | N | epochs | steps | seeds | k (τ=0.95) | singletons | k_99 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "those of one neuron (singletons) and the share of Σ_α a_α, a_α = ‖w1_α‖‖w2_α‖, they hold (mean), and "
+             "the fewest clusters that together hold 99% of it (k_99). Fig 3a shows σ₀=1e-5 at 100 epochs; the "
+             "other lengths are the equal-steps and epoch checks.", "",
+             "| σ₀ | d | N | epochs | steps | seeds | k (τ=0.95) | singletons | their share of Σa | k_99 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r.sigma0:g} | {r.d} | {r.N} | {r.epochs} | {r.steps} | {len(r.k_end)} | "
               f"{report.fmt(*report.mean_std(r.k_end))} | {report.fmt(*report.mean_std(r.singletons))} | "
-              f"{report.fmt(*report.mean_std(r.k_99))} |" for r in s.itertuples()]
+              f"{np.mean(r.singleton_share):.1e} | {report.fmt(*report.mean_std(r.k_99))} |" for r in s.itertuples()]
     a.to_csv(Path(out) / "figure3_composition.csv", index=False)
     (Path(out) / "figure3_composition.md").write_text("\n".join(lines) + "\n")
     return a
