@@ -27,6 +27,19 @@ def test_flnpf_plans_its_relu_source_as_an_earlier_job_and_reuses_it_once_done(t
     assert len(again) == 1 and "completed" in plan.describe(again)
 
 
+def test_the_plan_prints_every_run_directory_alike(tiny_root, tmp_path, monkeypatch):
+    """A single run's directory comes from Hydra as an absolute path, its ReLU source's from the
+    relative out_root: below the working directory both print relative to it, elsewhere absolute."""
+    monkeypatch.chdir(tmp_path)
+    cfg = make_cfg(["regime=flnpf", "arch.dense=[8]", "epochs=1", "out_root=outputs"], tiny_root)
+    cfg.run_dir = str(tmp_path / plan.run_dir(cfg))
+    lines = [line.split()[0] for line in plan.describe(plan.build(cfg)).splitlines() if "epochs to train" in line]
+    assert len(lines) == 2 and all(line.startswith("outputs/runs/") for line in lines), lines
+    monkeypatch.chdir(tiny_root)
+    lines = [line.split()[0] for line in plan.describe(plan.build(cfg)).splitlines() if "epochs to train" in line]
+    assert lines[1] == cfg.run_dir
+
+
 def test_imp_rounds_chain_back_to_the_dense_run(tiny_root, tmp_path):
     over = ["+experiment=race", "dataset=mnist", "dataset.limit_train=64", "arch.dense=[8]", "imp.sparsity=0.5",
             "imp.round=2", "epochs=1", f"out_root={tmp_path}"]

@@ -171,6 +171,15 @@ def steps_per_epoch(c) -> int:
     return math.ceil(n / c.optimizer.batch_size)
 
 
+def _shown(d: Path) -> Path:
+    """A run directory as the plan prints it: relative to the working directory when below it (a
+    single run's directory comes from Hydra as an absolute path, its prerequisites' from out_root)."""
+    try:
+        return Path(d).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return Path(d)
+
+
 def describe(jobs: list[Job]) -> str:
     """The plan as text: jobs in order, what each needs, its runs and their state, the cost left
     (optimiser steps of one net, summed over nets)."""
@@ -183,7 +192,7 @@ def describe(jobs: list[Job]) -> str:
         for c, d in job.entries:
             state, left = state_of(d, int(c.epochs))
             total += left * steps_per_epoch(c)
-            lines.append(f"   {d}  [{state}; {left} epochs to train]")
+            lines.append(f"   {_shown(d)}  [{state}; {left} epochs to train]")
     lines.append(f"cost: {total:,} net-steps left (one optimiser step of one net each)")
     return "\n".join(lines)
 
