@@ -301,6 +301,13 @@ def test_figure3_lengths_lists_k_at_each_length_of_a_cell_trained_at_more_than_o
             int(labels.max()) + 1, int(single.sum()), neurons.clusters_holding(net, labels))
         a = net.w1.norm(dim=1) * net.w2.norm(dim=0)
         assert line.singleton_share == pytest.approx(float(a[single].sum() / a.sum()), rel=1e-12)
+        if single.any():  # the nearest other neuron of each singleton, by its cosine (below τ, else it would merge)
+            c = neurons.cosine_matrix(neurons.total_weights(net))
+            nearest = torch.stack([torch.cat([c[i, :i], c[i, i + 1:]]).max() for i in range(len(c))])
+            assert line.singleton_cos == pytest.approx(float(nearest[single].median()), abs=1e-12)
+            assert line.singleton_cos < 0.95
+            w1 = net.w1.norm(dim=1)
+            assert line.singleton_w1 == pytest.approx(float(w1[single].median() / w1.median()), rel=1e-12)
         assert 1 <= line.k_99 <= line.k_end
     table = (tmp_path / "figure3_composition.md").read_text()
     for epochs, g in composition.groupby("epochs"):

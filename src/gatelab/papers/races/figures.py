@@ -193,14 +193,19 @@ def _end_clusters(ckpt: Path) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _clusters_of(ckpt: Path, mtime_ns: int) -> tuple:
-    """At τ=0.95, of the network in ``ckpt``: k, its clusters of one neuron and the share of Σ a_α they
-    hold, and the fewest clusters holding 99% of it; computed once per file and version (Fig 3a, its
-    lengths and its composition share them)."""
+    """At τ=0.95, of the network in ``ckpt``: k; its clusters of one neuron, the share of Σ a_α they
+    hold, their median ‖w1‖ over the net's and their median cosine to the nearest other neuron; and the
+    fewest clusters holding 99% of Σ a_α. Computed once per file and version (Fig 3a, its lengths and
+    its composition share them)."""
     net = neurons.OneHidden.from_state(checkpoints.load(ckpt)["model"])
-    labels = neurons.clusters(neurons.total_weights(net), 0.95)
-    single, a = torch.bincount(labels)[labels] == 1, neurons.norm_product(net)
+    v = neurons.total_weights(net)
+    labels = neurons.clusters(v, 0.95)
+    single, a, w1 = torch.bincount(labels)[labels] == 1, neurons.norm_product(net), net.w1.norm(dim=1)
+    nearest = (neurons.cosine_matrix(v) - 2 * torch.eye(len(v), dtype=v.dtype)).max(1).values
     return (("k_end", int(labels.max()) + 1), ("singletons", int(single.sum())),
             ("singleton_share", float(a[single].sum() / a.sum()) if a.sum() > 0 else math.nan),
+            ("singleton_w1", float(w1[single].median() / w1.median()) if single.any() else math.nan),
+            ("singleton_cos", float(nearest[single].median()) if single.any() else math.nan),
             ("k_99", neurons.clusters_holding(net, labels)))
 
 
@@ -233,18 +238,26 @@ def figure3_composition(runs, out: Path) -> pd.DataFrame:
     if not len(a):
         return a
     s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).agg(list).reset_index()
-    lines = ["What k counts in the final networks (mean ± std over seeds, ddof 1): the clusters at τ=0.95 (k), "
-             "those of one neuron (singletons) and the share of Σ_α a_α, a_α = ‖w1_α‖‖w2_α‖, they hold (mean), and "
-             "the fewest clusters that together hold 99% of it (k_99). Fig 3a shows σ₀=1e-5 at 100 epochs; the "
-             "other lengths are the equal-steps and epoch checks.", "",
-             "| σ₀ | d | N | epochs | steps | seeds | k (τ=0.95) | singletons | their share of Σa | k_99 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["What k counts in the final networks (mean ± std over seeds, ddof 1): the clusters at τ=0.95 (k); "
+             "those of one neuron (singletons), the share of Σ_α a_α, a_α = ‖w1_α‖‖w2_α‖, they hold, their ‖w1‖ "
+             "over the net's median and their cosine to the nearest other neuron (medians in a net, means over "
+             "seeds); and the fewest clusters that together hold 99% of Σ a_α (k_99). Fig 3a shows σ₀=1e-5 at 100 "
+             "epochs; the other lengths are the equal-steps and epoch checks.", "",
+             "| σ₀ | d | N | epochs | steps | seeds | k (τ=0.95) | singletons | their share of Σa | their ‖w1‖ / "
+             "median | their nearest cos | k_99 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r.sigma0:g} | {r.d} | {r.N} | {r.epochs} | {r.steps} | {len(r.k_end)} | "
               f"{report.fmt(*report.mean_std(r.k_end))} | {report.fmt(*report.mean_std(r.singletons))} | "
-              f"{np.mean(r.singleton_share):.1e} | {report.fmt(*report.mean_std(r.k_99))} |" for r in s.itertuples()]
+              f"{np.mean(r.singleton_share):.1e} | {_mean(r.singleton_w1, '.3f')} | {_mean(r.singleton_cos, '.2f')} | "
+              f"{report.fmt(*report.mean_std(r.k_99))} |" for r in s.itertuples()]
     a.to_csv(Path(out) / "figure3_composition.csv", index=False)
     (Path(out) / "figure3_composition.md").write_text("\n".join(lines) + "\n")
     return a
+
+
+def _mean(values, spec: str) -> str:
+    """The mean of the seeds that have a value (a net without singletons has none), or —."""
+    kept = [v for v in values if not math.isnan(v)]
+    return format(float(np.mean(kept)), spec) if kept else "—"
 
 
 def _scatter(ax, x, y, df, title, xlabel, ylabel, logy=False):
