@@ -81,7 +81,7 @@ help:
 	@echo "make routing-reduced paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds): K, gain, leaky, rot"
 	@echo "make routing-paper  paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-report re-render outputs/reports/routing-reduced"
-	@echo "make routing-isolation what moves the zero-shot threshold: M, epochs, images, step size one at a time, then M=40 with 12000 images (~3 h, 1 core)"
+	@echo "make routing-isolation what moves the zero-shot threshold: M, epochs, images, step size one at a time, then M=40 with 12000 and 18000 images (~4 h, 1 core)"
 	@echo "make routing-backbone train a ResNet-20 for the CIFAR task when resnet20-12fca82f.th is not at hand (GPU)"
 	@echo "make routing-features CIFAR backbone features of the reduced scale (cached) and the backbone's accuracy"
 	@echo "make routing-toy    paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
@@ -243,7 +243,8 @@ routing-paper:
 
 # Issue #21: what moves the linear net's zero-shot threshold (0.60 at the reduced scale, paper ≈0.40): the
 # reduced scale at K/M = 0.4 and 0.5, then one factor changed at a time (images, step size, epochs, M), then M=40
-# with twice the images: two steps toward the paper's scale (M=40, 60,000 images) at once.
+# with twice the images: two steps toward the paper's scale (M=40, 60,000 images) at once; and with three times
+# the images at K/M = 0.4 only.
 ROUTING_ISO = outputs/routing-isolation
 ROUTING_ISO_VARIANTS = base dataset.limit_train=2000 optimizer.lr=3e-3 epochs=30
 define routing_iso_run
@@ -254,6 +255,7 @@ routing-isolation:
 	$(foreach v,$(ROUTING_ISO_VARIANTS),$(call routing_iso_run,dataset.routing.K=8$(comma)10 $(filter-out base,$(v))))
 	$(call routing_iso_run,dataset.routing.M=40 dataset.routing.K=16$(comma)20)
 	$(call routing_iso_run,dataset.routing.M=40 dataset.routing.K=16$(comma)20 dataset.limit_train=12000)
+	$(call routing_iso_run,dataset.routing.M=40 dataset.routing.K=16 dataset.limit_train=18000)
 	$(PYTHON) -m gatelab.papers.routing isolation --runs $(ROUTING_ISO) --out outputs/reports/routing-isolation --command "$(CMD)"
 
 routing-report:
