@@ -20,8 +20,9 @@ if _SubmititSlurm is not None:
             from gatelab.launch.slurm import check_request, cluster_nodes, log, report_unfinished_jobs, signal_window
 
             check_request(self.params, cluster_nodes(self.params.get("partition")))
-            if signal_window(self.params):
-                log.warning(signal_window(self.params))
+            warning = signal_window(self.params)
+            if warning:
+                log.warning(warning)
             loader = self.hydra_context.config_loader
             stages = waves([list(o) for o in job_overrides], lambda o: loader.load_sweep_config(self.config, o))
             returns = []

@@ -183,16 +183,12 @@ def _k_end(runs) -> pd.DataFrame:
     """Of each run's final network: k(τ=0.95), its clusters of one neuron, and the fewest clusters
     that hold 99% of Σ a_α (:func:`neurons.clusters_holding`)."""
     return pd.DataFrame([{"sigma0": r.std, "N": r.n, "d": r.d, "seed": r.seed, "epochs": r.epochs,
-                          "steps": r.epochs * r.per_epoch, **_end_clusters(r.path / checkpoints.CKPT_DIR / "last.pt")}
-                         for r in runs])
-
-
-def _end_clusters(ckpt: Path) -> dict:
-    return dict(_clusters_of(ckpt, ckpt.stat().st_mtime_ns))
+                          "steps": r.epochs * r.per_epoch, **_clusters_of(ckpt, ckpt.stat().st_mtime_ns)}
+                         for r in runs for ckpt in [r.path / checkpoints.CKPT_DIR / "last.pt"]])
 
 
 @functools.lru_cache(maxsize=None)
-def _clusters_of(ckpt: Path, mtime_ns: int) -> tuple:
+def _clusters_of(ckpt: Path, mtime_ns: int) -> dict:
     """At τ=0.95, of the network in ``ckpt``: k; its clusters of one neuron, the share of Σ a_α they
     hold, their median ‖w1‖ over the net's and their median cosine to the nearest other neuron; and the
     fewest clusters holding 99% of Σ a_α. Computed once per file and version (Fig 3a, its lengths and
@@ -202,21 +198,21 @@ def _clusters_of(ckpt: Path, mtime_ns: int) -> tuple:
     labels = neurons.clusters(v, 0.95)
     single, a, w1 = torch.bincount(labels)[labels] == 1, neurons.norm_product(net), net.w1.norm(dim=1)
     nearest = (neurons.cosine_matrix(v) - 2 * torch.eye(len(v), dtype=v.dtype)).max(1).values
-    return (("k_end", int(labels.max()) + 1), ("singletons", int(single.sum())),
-            ("singleton_share", float(a[single].sum() / a.sum()) if a.sum() > 0 else math.nan),
-            ("singleton_w1", float(w1[single].median() / w1.median()) if single.any() else math.nan),
-            ("singleton_cos", float(nearest[single].median()) if single.any() else math.nan),
-            ("k_99", neurons.clusters_holding(net, labels)))
+    return {"k_end": int(labels.max()) + 1, "singletons": int(single.sum()),
+            "singleton_share": float(a[single].sum() / a.sum()) if a.sum() > 0 else math.nan,
+            "singleton_w1": float(w1[single].median() / w1.median()) if single.any() else math.nan,
+            "singleton_cos": float(nearest[single].median()) if single.any() else math.nan,
+            "k_99": neurons.clusters_holding(net, labels)}
 
 
 def figure3_lengths(runs, out: Path) -> pd.DataFrame:
     """Fig 3a's k(τ=0.95) at the end for the (σ₀, d, N) cells trained at more than one length, beside
     the optimiser steps of each: whether the length of training, not N, sets k where N is small
     (100 epochs of batch 4 are 1300 steps at N=50, 5000 at N=200). ``figure3_lengths.{csv,md}``."""
-    lengths: dict[tuple, set] = {}
-    for r in _ends(runs):
-        lengths.setdefault((r.std, r.d, r.n), set()).add(r.epochs)
-    a = _k_end([r for r in _ends(runs) if len(lengths[(r.std, r.d, r.n)]) > 1])  # only these cells' networks
+    a = _k_end(_ends(runs))  # each network clustered once per render (_clusters_of), shared with figure3
+    if not len(a):
+        return a
+    a = a[a.groupby(["sigma0", "d", "N"]).epochs.transform("nunique") > 1]
     if not len(a):
         return a
     s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).k_end.agg(list).reset_index()
