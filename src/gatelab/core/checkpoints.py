@@ -1,31 +1,55 @@
-"""Checkpoint files of a run: ``<run>/ckpt/{last,prev,best,epoch_<N>,step_<t>}.pt``, written atomically.
+"""Checkpoint files of a run: ``<run>/ckpt/{last,prev,best,best_prev,epoch_<N>,step_<t>}.pt``, written atomically.
 
-``last.pt`` is the point to resume from; writing a new one keeps the one it replaces as ``prev.pt``
-(:func:`save_rotating`), so a kill at any instant leaves every run with a good point that all nets
-of its job share (:func:`group_resume_point`), and a truncated or corrupt file falls back to the
-previous one with a one-line message naming it (:func:`load_good`)."""
+``last.pt`` is the point to resume from and ``best.pt`` the weights of the best epoch so far (the
+FLNPF source). Both rotate: writing a new one first moves the file it replaces to ``prev.pt`` /
+``best_prev.pt`` (:func:`save_rotating`), and a group checkpoint writes each net's ``best.pt``
+before its ``last.pt``. So a kill at any instant leaves every net of a job a good point that all
+nets share, with the weights of that point's best epoch on disk (:func:`group_resume_point`);
+:func:`settle` then makes that point ``last.pt`` and its best ``best.pt`` before training goes on,
+so no later kill can lose it. A truncated or corrupt file falls back to the previous one with a
+one-line message naming it (:func:`load_good`)."""
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
 CKPT_DIR = "ckpt"
 FORMAT = 1
 LAST, PREV = "last.pt", "prev.pt"
+BEST, BEST_PREV = "best.pt", "best_prev.pt"
+KEPT = {LAST: PREV, BEST: BEST_PREV}  # a rotating file -> where the one it replaces is kept
 log = logging.getLogger("gatelab")
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def temporaries(directory: Path) -> list[Path]:
+    """Files a killed writer left half-written in ``directory`` (``.<name>.<pid>.tmp``)."""
+    return sorted(p for p in Path(directory).glob(".*.tmp") if p.is_file())
+
+
+def clear_temporaries(run_dir: Path) -> None:
+    """Remove what killed writers left in a run directory and its ``ckpt/`` (call under the run's lock)."""
+    for d in (Path(run_dir), Path(run_dir) / CKPT_DIR):
+        for p in temporaries(d):
+            p.unlink(missing_ok=True)
 
 
 def atomic_write_bytes(path: Path, write) -> None:
     """Write via ``write(tmp_path)`` then rename, so readers never see a partial file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _tmp(path)
     write(tmp)
     os.replace(tmp, path)
 
@@ -44,21 +68,21 @@ def save(path: Path, **state) -> None:
 
 
 def save_rotating(path: Path, **state) -> None:
-    """Write ``path`` (``last.pt``) atomically, first moving the file it replaces to ``prev.pt``.
-    At every instant the directory holds the new point, the old one, or both."""
+    """Write ``path`` (``last.pt`` or ``best.pt``) atomically, first moving the file it replaces to
+    ``prev.pt`` / ``best_prev.pt``. At every instant the directory holds the new point, the old one, or both."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _tmp(path)
     torch.save({"format": FORMAT, **state}, tmp)
     if path.exists():
-        os.replace(path, path.with_name(PREV))
+        os.replace(path, path.with_name(KEPT[path.name]))
     os.replace(tmp, path)
 
 
 class Writer:
-    """Writes checkpoints on a background thread, one at a time, so training goes on meanwhile.
-    :meth:`save` first waits for the previous write (memory stays bounded, errors surface at the
-    next save or at :meth:`close`). The tensors handed over must not change afterwards (clones)."""
+    """Writes checkpoints on a background thread, one at a time and in order, so training goes on
+    meanwhile. :meth:`save` first waits for the previous write (memory stays bounded, errors surface
+    at the next save or at :meth:`close`). The tensors handed over must not change afterwards (clones)."""
 
     def __init__(self):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gatelab-ckpt")
@@ -91,24 +115,36 @@ def resolve(source: str, which: str = "best") -> Path:
     return p
 
 
-def load(path: Path) -> dict:
-    state = torch.load(path, map_location="cpu", weights_only=False)
+def load(path: Path, peek: bool = False) -> dict:
+    """A checkpoint on the CPU. ``peek``: memory-mapped, so that reading its small entries (epoch,
+    history) costs no read of the weights (a plan or a check over hundreds of conv runs)."""
+    state = torch.load(path, map_location="cpu", weights_only=False, mmap=peek)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"{path} is not a gatelab checkpoint (format {FORMAT})")
     return state
 
 
-def load_good(path: Path) -> dict | None:
+def _first_sentence(text: str, limit: int = 160) -> str:
+    """The first sentence of an error message, whole words only."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    line = re.split(r"(?<=[.!?])\s", line, maxsplit=1)[0]
+    if len(line) > limit:
+        line = line[:limit].rsplit(" ", 1)[0] + " ..."
+    return line
+
+
+def load_good(path: Path, peek: bool = False, quiet: bool = False) -> dict | None:
     """A checkpoint, or None where it is absent or unreadable (truncated, corrupt, of another
-    format); an unreadable file is reported in one line naming it."""
+    format); an unreadable file is reported in one line naming it (unless ``quiet``)."""
     path = Path(path)
     if not path.is_file():
         return None
     try:
-        return load(path)
+        return load(path, peek)
     except Exception as e:  # noqa: BLE001 - torch raises RuntimeError, EOFError, pickle errors ...
-        log.warning("%s is unreadable (%s: %s); using the previous good checkpoint", path, type(e).__name__,
-                    str(e).splitlines()[0][:120] if str(e) else "")
+        if not quiet:
+            log.warning("%s is unreadable (%s: %s); using the previous good checkpoint", path, type(e).__name__,
+                        _first_sentence(str(e)))
         return None
 
 
@@ -117,21 +153,75 @@ def position(state: dict) -> tuple[int, int]:
     return int(state["epoch"]), int(state.get("batch", 0))
 
 
-def group_resume_point(ckpt_dirs: list[Path], group: list[str]) -> list[dict | None]:
-    """The resume states of the nets of one job (one per directory, None: from the start).
+def best_of(history: list) -> tuple[Optional[int], Optional[float]]:
+    """(epoch, test accuracy) of a history's best epoch: the highest test accuracy, the first of
+    equals (as training records it); (None, None) before any epoch with a test accuracy."""
+    scored = [h for h in history if h.get("test_acc") is not None]
+    if not scored:
+        return None, None
+    h = max(scored, key=lambda h: h["test_acc"])
+    return int(h["epoch"]), h["test_acc"]
 
-    Each net's good checkpoints (``last.pt``, else ``prev.pt``) are candidates. When the nets were
-    written as this same ``group`` (the job's run directories), they resume from the latest point
-    that all of them hold, or all from the start: a kill between two nets' writes never splits the
-    stack. Checkpoints of another grouping (a run trained alone before, or written before groups
-    existed) resume each from its own latest point."""
-    cands = []
-    for d in ckpt_dirs:
-        good = [s for s in (load_good(Path(d) / LAST), load_good(Path(d) / PREV)) if s is not None]
-        cands.append({position(s): s for s in reversed(good)})  # last.pt wins a tie
+
+def best_file(ckpt_dir: Path, epoch: int, acc: float) -> Optional[str]:
+    """Which of ``best.pt`` / ``best_prev.pt`` holds the weights of ``epoch`` (with test accuracy ``acc``)."""
+    for name in (BEST, BEST_PREV):
+        s = load_good(Path(ckpt_dir) / name, peek=True, quiet=name == BEST_PREV)
+        if s is not None and s.get("epoch") == epoch and s.get("test_acc") == acc:
+            return name
+    return None
+
+
+@dataclass
+class Point:
+    """A net's resume point: its state, the file that holds it (``last.pt`` or ``prev.pt``) and the
+    file that holds the weights of its best epoch (None: no epoch yet)."""
+    state: dict
+    file: str
+    best: Optional[str]
+
+    @property
+    def at(self) -> tuple[int, int]:
+        return position(self.state)
+
+
+def points(ckpt_dir: Path, peek: bool = False) -> dict[tuple[int, int], Point]:
+    """A net's usable resume points by position: ``last.pt`` and ``prev.pt`` where readable and where
+    the weights of their best epoch are on disk (a point whose best.pt is gone would leave a run whose
+    best.pt disagrees with its results.json)."""
+    out: dict[tuple[int, int], Point] = {}
+    for name in (PREV, LAST):  # last.pt wins a tie
+        s = load_good(Path(ckpt_dir) / name, peek)
+        if s is None:
+            continue
+        epoch, acc = best_of(s.get("history") or [])
+        best = None if epoch is None else best_file(ckpt_dir, epoch, acc)
+        if epoch is not None and best is None:
+            log.debug("%s: neither %s nor %s holds its best epoch %d; not resumed from it", Path(ckpt_dir) / name,
+                      BEST, BEST_PREV, epoch)
+            continue
+        out[position(s)] = Point(s, name, best)
+    return out
+
+
+def group_of(run_dirs) -> list[str]:
+    """The identity of a job's stack, stored in each checkpoint: its run directories (cell/regime/run)."""
+    return ["/".join(Path(d).parts[-3:]) for d in run_dirs]
+
+
+def group_resume_point(ckpt_dirs: list[Path], group: list[str], peek: bool = False) -> list[Point | None]:
+    """The resume points of the nets of one job (one per directory, None: from the start).
+
+    When the nets' checkpoints were all written by one group (the same stored group, holding this
+    job's nets; a net that has since finished, e.g. diverged, may have left it), they resume from the
+    latest point that all of them hold, or all from the start: a kill between two nets' writes never
+    splits the stack. Checkpoints of another grouping (a run trained alone before) resume each from
+    its own latest point. ``peek``: read without loading the weights (the plan)."""
+    cands = [points(d, peek) for d in ckpt_dirs]
     if not any(cands):
         return [None] * len(cands)
-    grouped = all(c and all(s.get("group") == group for s in c.values()) or not c for c in cands)
+    stored = {tuple(p.state.get("group") or ()) for c in cands for p in c.values()}
+    grouped = len(stored) == 1 and set(group) <= set(next(iter(stored)))
     if grouped:
         common = set.intersection(*(set(c) for c in cands)) if all(cands) else set()
         if not common:
@@ -140,3 +230,50 @@ def group_resume_point(ckpt_dirs: list[Path], group: list[str]) -> list[dict | N
         at = max(common)
         return [c[at] for c in cands]
     return [c[max(c)] if c else None for c in cands]
+
+
+def settle(ckpt_dir: Path, point: Point | None) -> None:
+    """Before a net trains on from ``point``: make it ``last.pt`` and its best epoch's weights
+    ``best.pt``, dropping what lies beyond it (a later point that the group did not reach, an
+    unreadable file: training writes them again). The next rotation then keeps ``point`` as
+    ``prev.pt``, so a further kill between two nets' writes still finds it. ``None`` (from the
+    start): no resume or best file is left to mix with the new run's."""
+    d = Path(ckpt_dir)
+    if point is None:
+        for name in (LAST, PREV, BEST, BEST_PREV):
+            (d / name).unlink(missing_ok=True)
+        return
+    if point.file == PREV:
+        os.replace(d / PREV, d / LAST)
+    if point.best == BEST_PREV:
+        os.replace(d / BEST_PREV, d / BEST)
+    elif point.best is None:
+        for name in (BEST, BEST_PREV):
+            (d / name).unlink(missing_ok=True)
+
+
+def drop_kept(ckpt_dir: Path) -> int:
+    """Remove ``prev.pt`` and ``best_prev.pt`` (a finished run never resumes); the bytes freed."""
+    freed = 0
+    for name in KEPT.values():
+        p = Path(ckpt_dir) / name
+        if p.is_file():
+            freed += p.stat().st_size
+            p.unlink()
+    return freed
+
+
+def best_mismatch(run_dir: Path, res: dict) -> Optional[str]:
+    """Why a finished run's ``best.pt`` is not the weights of its results.json's best epoch (None:
+    it is, or the run has no best epoch): such a run is no FLNPF source and no result."""
+    epoch, acc = res.get("best_epoch"), res.get("best_test_acc")
+    if epoch is None:
+        return None
+    path = Path(run_dir) / CKPT_DIR / BEST
+    s = load_good(path, peek=True, quiet=True)
+    if s is None:
+        return f"{path} is {'unreadable' if path.is_file() else 'missing'}, its results.json says best_epoch {epoch}"
+    if s.get("epoch") != epoch or s.get("test_acc") != acc:
+        return f"{path} holds epoch {s.get('epoch')} (test acc {s.get('test_acc')}), its results.json says " \
+               f"best_epoch {epoch} (test acc {acc})"
+    return None

@@ -21,6 +21,7 @@ import logging
 import math
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ from tqdm.auto import tqdm
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
 from gatelab.core.config import precision_of, validate
-from gatelab.core.results import LOSS_TRACE, environment, finished_results, locked, resolve_device
+from gatelab.core.results import FINAL, LOSS_TRACE, environment, finished_results, locked, resolve_device
 from gatelab.core.runs import plain
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
@@ -64,7 +65,7 @@ def train_entries(entries: list) -> list:
     missing dataset or an unusable FLNPF source; that and any later exception are recorded in every
     run's results.json before re-raising. A run directory is locked while it trains, so two
     processes never train the same run at once."""
-    with locked([d for _, d in entries]), _sigterm_interrupts():
+    with locked([d for _, d in entries]), _stop_signals():
         out, todo = [None] * len(entries), []
         for i, (c, run_dir) in enumerate(entries):
             done = finished_results(run_dir)
@@ -72,6 +73,7 @@ def train_entries(entries: list) -> list:
                 log.info("%s already %s (best test acc %s); skipped (force=true reruns it)", run_dir,
                          done["status"], done["best_test_acc"])
                 out[i] = {**done, "skipped": True}
+                checkpoints.drop_kept(run_dir / checkpoints.CKPT_DIR)  # left by a kill just after it finished
                 _warn_untraced(c, done)
             else:
                 todo.append(i)
@@ -81,28 +83,97 @@ def train_entries(entries: list) -> list:
     return out
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM while runs train (``kill``, a scheduler's time limit): recorded ``interrupted``, as Ctrl-C."""
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while runs train: recorded ``interrupted`` (the same command resumes them); ``saved``
+    says where their progress was saved."""
+    by, code = "Ctrl-C", 130
+
+    def __init__(self, saved: str = ""):
+        super().__init__(saved)
+        self.saved = saved
+
+
+class Terminated(Interrupted):
+    """SIGTERM while runs train (``kill``, a scheduler's preemption or time limit): as Ctrl-C."""
+    by, code = "SIGTERM", 143
+
+
+class _Stop:
+    """A stop signal (SIGINT, SIGTERM) while nets train. Inside the step loop it is taken at the next
+    step boundary, after a group checkpoint of that point (:meth:`take`), so no work is lost; outside
+    it, or at a second signal, it stops at once (what the last checkpoint holds survives)."""
+
+    def __init__(self):
+        self.signum, self.deferred = None, False
+
+    def handle(self, signum, frame) -> None:
+        first, self.signum = self.signum is None, signum
+        if self.deferred and first:
+            return
+        raise self.exception("nothing more was saved since the last checkpoint")
+
+    def exception(self, saved: str) -> Interrupted:
+        return (Terminated if self.signum == signal.SIGTERM else Interrupted)(saved)
+
+    @property
+    def pending(self) -> bool:
+        return self.signum is not None
+
+    def take(self, saver, at: str) -> None:
+        """Stop after the checkpoint ``saver`` just handed over has reached the disk."""
+        saver.writer.wait()
+        raise self.exception(f"progress saved at {at}")
+
+
+_stop = _Stop()
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts():
-    """SIGTERM raises :class:`Terminated` in the main thread while runs train, so that every run
-    records ``interrupted`` (resumable) rather than staying ``running``. A handler set by someone
-    else (submitit's, on a cluster) is left alone."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+def _stop_signals():
+    """Ctrl-C and SIGTERM while runs train stop them at the next step with their progress saved
+    (:class:`_Stop`), recorded ``interrupted``. A handler set by someone else (submitit's SIGTERM
+    handler on a cluster) is left alone. Only in the main thread (signals are delivered there)."""
+    handlers = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def stop(signum, frame):
-        raise Terminated(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, stop)
+    mine = [s for s, default in handlers.items() if signal.getsignal(s) is default]
+    _stop.__init__()
+    for s in mine:
+        signal.signal(s, _stop.handle)
     try:
         yield
+        if _stop.pending:  # the signal came during the last epoch: the runs completed, then stop
+            raise _stop.exception("the runs completed before the stop")
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for s in mine:
+            signal.signal(s, handlers[s])
+        _stop.deferred = False
+
+
+class _Bars:
+    """The stream of the progress bars: a closed pipe (``| tee`` ended by the same Ctrl-C) silences
+    the bars instead of failing the runs."""
+
+    def __init__(self):
+        self.stream, self.broken = sys.stderr, False
+
+    def write(self, text: str) -> None:
+        if not self.broken:
+            try:
+                self.stream.write(text)
+            except (OSError, ValueError):
+                self.broken = True
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.broken = True
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 def _warn_untraced(cfg, done: dict) -> None:
@@ -140,26 +211,29 @@ def _train_todo(entries: list) -> list:
         _fit(cfg, runs, data, device, lambda: [r.write() for r in runs])
     except BaseException as e:
         for r in runs:
-            r.fail(e)
+            r.fail(e, interrupted=_stop.pending)
+        if _stop.pending and not isinstance(e, KeyboardInterrupt):  # e.g. a closed pipe after Ctrl-C
+            raise _stop.exception("nothing more was saved since the last checkpoint") from e
         raise
     finally:
         for r in runs:
             r.write()
             r.tracker.finish(r.results)
+    for r in runs:  # a finished run never resumes: the points kept for a resume are freed
+        if r.results["status"] in FINAL:
+            checkpoints.drop_kept(r.ckpt_dir)
     return [r.results for r in runs]
 
 
-def group_name(runs: list) -> list[str]:
-    """The identity of a job's stack, stored in each checkpoint: its run directories (cell/regime/run)."""
-    return ["/".join(r.run_dir.parts[-3:]) for r in runs]
-
-
 def _resume_points(runs: list, force: bool) -> None:
-    """Each run's resume state, one common point for the whole stack (:func:`checkpoints.group_resume_point`)."""
+    """Each run's resume state, one common point for the whole stack (:func:`checkpoints.group_resume_point`),
+    settled on disk before anything trains (:func:`checkpoints.settle`); what killed writers left is removed."""
     points = [None] * len(runs) if force else \
-        checkpoints.group_resume_point([r.ckpt_dir for r in runs], group_name(runs))
+        checkpoints.group_resume_point([r.ckpt_dir for r in runs], checkpoints.group_of([r.run_dir for r in runs]))
     for r, p in zip(runs, points):
-        r.last = p
+        checkpoints.clear_temporaries(r.run_dir)
+        checkpoints.settle(r.ckpt_dir, p)
+        r.last = None if p is None else p.state
 
 
 def _fit(cfg, runs: list, data, device, save_progress) -> None:
@@ -183,7 +257,7 @@ class _Saver:
     def __init__(self, cfg, runs: list, model, opt, meta: dict):
         self.cfg, self.runs, self.model, self.opt, self.meta = cfg, runs, model, opt, meta
         self.writer, self.t_fit, self.t_last = checkpoints.Writer(), time.time(), time.time()
-        self.group = group_name(runs)
+        self.group, self.at = checkpoints.group_of([r.run_dir for r in runs]), None
 
     def due(self) -> bool:
         """Inside an epoch: ``checkpoint_minutes`` have passed since the last group checkpoint."""
@@ -191,26 +265,27 @@ class _Saver:
         return bool(minutes) and time.time() - self.t_last >= 60 * minutes
 
     def last(self, epoch: int, batch: int, shuffle: list, partial=None) -> None:
-        """Every active net's last.pt at (``epoch`` done, ``batch`` steps of the next); ``shuffle``: the
-        data-order RNG states to resume from; ``partial``: per net, the sums of a partial epoch."""
+        """Every active net's best.pt (if it changed), then its last.pt at (``epoch`` done, ``batch``
+        steps of the next); ``shuffle``: the data-order RNG states to resume from; ``partial``: per
+        net, the sums of a partial epoch."""
         state, opt_state = self.model.state_dict(), self.opt.state_dict()
         for s, r in enumerate(self.runs):
             if r.active:
+                r.save_best(self.writer, self.meta)
                 r.save_last(self.writer, self.meta, dict(
                     epoch=epoch, batch=batch, group=self.group, model=unstack_state(state, s),
                     optimizer=stacking.unstack_optimizer_state(opt_state, s, r.cfg.optimizer.lr),
                     shuffle_rng=shuffle[s], partial=None if partial is None else partial[s]), self.t_fit)
-        self.t_last = time.time()
+        self.t_last, self.at = time.time(), (epoch, batch)
 
     def epoch(self, epoch: int, gens: list) -> None:
         """After a recorded epoch: epoch_<N>.pt; at the cadence of ``checkpoint_every`` (and at the
-        end) best.pt and the group last.pt."""
-        cadence = epoch % self.cfg.checkpoint_every == 0 or epoch == self.cfg.epochs
+        end, or when a stop is pending) the group checkpoint."""
         state = self.model.state_dict()
         for s, r in enumerate(self.runs):
             if r.active:
-                r.save_epoch(self.writer, self.meta, lambda: unstack_state(state, s), cadence)
-        if cadence:
+                r.save_epoch(self.writer, self.meta, lambda: unstack_state(state, s))
+        if epoch % self.cfg.checkpoint_every == 0 or epoch == self.cfg.epochs or _stop.pending:
             self.last(epoch, 0, [g.get_state() for g in gens])
 
     def snapshot(self, step: int, epoch: int) -> None:
@@ -271,8 +346,9 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision_of(cfg) == "bf16")
     per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
     job_bar = tqdm(total=(cfg.epochs - done) * per_epoch - skip, desc=f"{len(runs)} net(s), epochs {done + 1}-"
-                   f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0)
+                   f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0, file=_Bars())
     try:
+        _stop.deferred = True
         if (done, skip) == (0, 0):
             if 0 in (cfg.get("checkpoint_steps") or []):
                 saver.snapshot(0, 0)
@@ -290,7 +366,10 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
             save_progress()  # results.json of every run, once per epoch
             if not any(r.active for r in runs):
                 break
+            if _stop.pending and epoch < cfg.epochs:
+                _stop.take(saver, f"the end of epoch {epoch}")
     finally:
+        _stop.deferred = False
         job_bar.close()
         saver.writer.close()
 
@@ -314,10 +393,12 @@ def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int
         trace.after(base + i)
         if base + i in steps:
             saver.snapshot(base + i, epoch)
-        if i < per_epoch and saver.due():
+        if _stop.pending or (i < per_epoch and saver.due()):
             trace.flush()
             saver.last(epoch - 1, i, shuffle, [{"loss_sum": loss_sum[s].clone(), "correct": correct[s].clone(),
                                                  "seconds": time.time() - t0} for s in range(S)])
+        if _stop.pending:
+            _stop.take(saver, f"epoch {epoch - 1}, step {i} of the next")
     train_epoch(cfg, forward, opt, data, gens, autocast, epoch, (loss_sum, correct), skip, after_step)
     test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S)
     extra = extra_metrics(cfg, model, data, S)
@@ -341,7 +422,7 @@ def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=
     total = math.ceil(len(data.train) / bs)
     bar = tqdm(data.train.stacked_batches(bs, gens, skip), total=total, initial=skip,
                desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0,
-               position=1)
+               position=1, file=_Bars())
     for i, (xb, yb) in enumerate(bar, skip + 1):
         with autocast:
             loss, c = objective(forward(xb).float(), yb, data.task)

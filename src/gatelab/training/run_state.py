@@ -57,13 +57,14 @@ class RunState:
 
     def resume(self) -> None:
         """Restore the model, history and best epoch of the resume point (the optimiser, the data-order
-        RNG and a partial epoch's sums are restored by the caller, who holds them stacked)."""
+        RNG and a partial epoch's sums are restored by the caller, who holds them stacked). The point's
+        best weights are on disk as best.pt (:func:`checkpoints.settle`)."""
         last = self.last
         self.model.load_state_dict(last["model"])
         self.history[:] = last["history"]
-        if self.history:
-            self.best_epoch = max(self.history, key=lambda h: h["test_acc"])["epoch"]  # first of equals, as below
-            self.best_acc = self.history[self.best_epoch - 1]["test_acc"]
+        best_epoch, best_acc = checkpoints.best_of(self.history)
+        if best_epoch is not None:
+            self.best_epoch, self.best_acc = best_epoch, best_acc
         self.results.update(resumed_from_epoch=last["epoch"], resumes=last.get("resumes", 0) + 1,
                             prior_wall_time_s=last.get("wall_time_s", 0.0))
         at = f"epoch {last['epoch']}" + (f", step {last['batch']} of the next" if last.get("batch") else "")
@@ -92,17 +93,21 @@ class RunState:
             self.best_state, self.best_saved = model_state(), False
         self.tracker.log(self.history[-1])
 
-    def save_epoch(self, writer: checkpoints.Writer, meta: dict, model_state, with_best: bool) -> None:
-        """After a recorded epoch: ``epoch_<N>.pt`` if asked for; ``best.pt`` if it changed and
-        ``with_best`` (at the cadence of last.pt: a conv net's file is large)."""
+    def save_epoch(self, writer: checkpoints.Writer, meta: dict, model_state) -> None:
+        """After a recorded epoch: ``epoch_<N>.pt`` if asked for."""
         h = self.history[-1]
-        ckpt = dict(meta, seed=self.seed, epoch=h["epoch"], test_acc=h["test_acc"])
         if h["epoch"] in self.cfg.checkpoint_epochs:
-            writer.save(self.ckpt_dir / f"epoch_{h['epoch']}.pt", **ckpt, model=model_state())
-        if with_best and not self.best_saved:
-            writer.save(self.ckpt_dir / "best.pt", **dict(ckpt, epoch=self.best_epoch, test_acc=self.best_acc),
-                        model=self.best_state)
-            self.best_saved = True
+            writer.save(self.ckpt_dir / f"epoch_{h['epoch']}.pt", **meta, seed=self.seed, epoch=h["epoch"],
+                        test_acc=h["test_acc"], model=model_state())
+
+    def save_best(self, writer: checkpoints.Writer, meta: dict) -> None:
+        """``best.pt`` (the one it replaces kept as ``best_prev.pt``) if the best epoch changed since it
+        was last written: before every ``last.pt``, so a resume point's best weights are always on disk
+        (at the cadence of last.pt, not every epoch: a conv net's file is large)."""
+        if not self.best_saved:
+            writer.save(self.ckpt_dir / checkpoints.BEST, rotate=True, **meta, seed=self.seed,
+                        epoch=self.best_epoch, test_acc=self.best_acc, model=self.best_state)
+            self.best_state, self.best_saved = None, True
 
     def save_last(self, writer: checkpoints.Writer, meta: dict, state: dict, t_fit: float) -> None:
         """``last.pt`` (the previous one kept as ``prev.pt``): ``state`` holds the position (epoch,
@@ -117,10 +122,11 @@ class RunState:
         self.results.update(best_test_acc=self.best_acc if self.best_epoch else None, best_epoch=self.best_epoch,
                             final_train_acc=self.history[-1]["train_acc"] if self.history else None)
 
-    def fail(self, e: BaseException) -> None:
-        """Record an exception (``failed``) or Ctrl-C (``interrupted``: the rerun resumes); a run that
-        had not started training keeps the history its results.json held."""
-        if isinstance(e, KeyboardInterrupt):
+    def fail(self, e: BaseException, interrupted: bool = False) -> None:
+        """Record an exception (``failed``) or Ctrl-C / SIGTERM (``interrupted``: the rerun resumes;
+        also what a stop signal caused, such as a closed pipe); a run that had not started training
+        keeps the history its results.json held."""
+        if interrupted or isinstance(e, KeyboardInterrupt):
             self.results.update(status="interrupted")
         else:
             self.results.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
