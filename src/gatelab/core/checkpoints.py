@@ -269,11 +269,11 @@ def best_mismatch(run_dir: Path, res: dict) -> Optional[str]:
     epoch, acc = res.get("best_epoch"), res.get("best_test_acc")
     if epoch is None:
         return None
-    path = Path(run_dir) / CKPT_DIR / BEST
+    path, name = Path(run_dir) / CKPT_DIR / BEST, f"{CKPT_DIR}/{BEST}"
     s = load_good(path, peek=True, quiet=True)
     if s is None:
-        return f"{path} is {'unreadable' if path.is_file() else 'missing'}, its results.json says best_epoch {epoch}"
+        return f"{name} is {'unreadable' if path.is_file() else 'missing'}, its results.json says best_epoch {epoch}"
     if s.get("epoch") != epoch or s.get("test_acc") != acc:
-        return f"{path} holds epoch {s.get('epoch')} (test acc {s.get('test_acc')}), its results.json says " \
+        return f"{name} holds epoch {s.get('epoch')} (test acc {s.get('test_acc')}), its results.json says " \
                f"best_epoch {epoch} (test acc {acc})"
     return None

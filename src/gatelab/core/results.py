@@ -75,6 +75,20 @@ def locked(run_dirs):
         yield
 
 
+@contextlib.contextmanager
+def lock_if_free(run_dir: Path):
+    """Yields True while holding ``<run>/.lock`` if no process held it, else False (the run trains).
+    The lock file's text (its last trainer) is left as it is."""
+    path = Path(run_dir) / LOCK
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
 def trainer_of(run_dir: Path) -> str:
     """Who trains a run whose results.json says ``running``: ``running (pid <n> on <host>)`` while a
     process holds its ``.lock``; ``stopped: pid <n> no longer holds its lock (killed?)`` when none does

@@ -143,25 +143,40 @@ def check(jobs: list[Job]) -> None:
                 validate(c)
                 rows.validate_row(c)
                 check_device(str(c.device))
-                if regimes.needs_source(c) and c.regime.source != "auto":
-                    checkpoints.resolve(c.regime.source, c.regime.source_ckpt)
+                if regimes.needs_source(c) and (c.regime.source != "auto" or _completed(regimes.relu_source_dir(c))):
+                    regimes.source_path(c)  # an explicit or reused source exists and agrees with its results.json
                 data_mod.check_available(c.dataset.source, c.data.root, c.data.download)
             except (ConfigError, FileNotFoundError) as e:
                 raise type(e)(f"{e} (job {job.name})") from None
 
 
-def state_of(d: Path, epochs: int) -> tuple[str, int]:
-    """(what is on disk, epochs still to train) for one run directory, from its results.json alone
-    (a conv net's last.pt is too large to open for a plan): an unfinished run resumes after at most
-    the epochs its history holds."""
+def resume_points(stack: list) -> dict[str, Optional[checkpoints.Point]]:
+    """What training ``stack`` [(config, run directory)] resumes each unfinished run from: the same
+    choice on the same files as the training (:func:`checkpoints.group_resume_point`), read without
+    loading the weights."""
+    todo = [Path(d) for c, d in stack if c.force or finished_results(d) is None]
+    if not todo or stack[0][0].force:
+        return {str(d): None for d in todo}
+    points = checkpoints.group_resume_point([d / checkpoints.CKPT_DIR for d in todo], checkpoints.group_of(todo),
+                                            peek=True)
+    return dict(zip(map(str, todo), points))
+
+
+def state_of(d: Path, epochs: int, point=False) -> tuple[str, int]:
+    """(what is on disk, epochs still to train) for one run directory: its results.json's status and,
+    for an unfinished run, the point it resumes from (``point``: from :func:`resume_points`; by
+    default this run's own)."""
     res = read_results(Path(d) / RESULTS)
-    if res is None:
-        return "new", epochs
-    if res.get("status") in FINAL:
+    if res is not None and res.get("status") in FINAL:
         return res["status"], 0
-    done = len(res.get("history") or [])
-    status = trainer_of(d) if res["status"] == "running" else res["status"]
-    return (f"{status}, resumes after epoch <= {done}" if done else status), epochs - done
+    if point is False:
+        point = resume_points([(OmegaConf.create({"force": False}), Path(d))])[str(d)]
+    status = "new" if res is None else trainer_of(d) if res["status"] == "running" else res["status"]
+    if point is None:
+        return (status if res is None or not res.get("history") else f"{status}, restarts from the start"), epochs
+    epoch, batch = point.at
+    at = f"epoch {epoch}" + (f", step {batch} of the next" if batch else "")
+    return f"{'stopped' if res is None else status}, resumes after {at}", epochs - epoch
 
 
 def steps_per_epoch(c) -> int:
@@ -189,8 +204,9 @@ def describe(jobs: list[Job]) -> str:
         lines.append(f"{i}. {job.name}{after}")
         if job.features is not None:
             lines.append("   fills the backbone feature cache (no training)")
+        points = {k: p for stack in job.stacks for k, p in resume_points(stack).items()}
         for c, d in job.entries:
-            state, left = state_of(d, int(c.epochs))
+            state, left = state_of(d, int(c.epochs), points.get(str(d)))
             total += left * steps_per_epoch(c)
             lines.append(f"   {_shown(d)}  [{state}; {left} epochs to train]")
     lines.append(f"cost: {total:,} net-steps left (one optimiser step of one net each)")

@@ -33,6 +33,7 @@ from gatelab.nets import routing
 from gatelab.core.config import CONF_DIR, ConfigError, FeatureInit, RegimeConfig
 from gatelab.nets.dgn import DGN, Net, build_net, init_
 from gatelab.core.runs import job_config, plain, run_dir
+from gatelab.core.results import finished_results
 
 # The random streams of each seed. Θv is drawn first, then Θf, from one generator, so all regimes
 # of one seed share Θv0 (paired comparisons). FLNPF draws Θv0 from its own stream: its source is
@@ -81,17 +82,26 @@ def relu_source_dir(cfg) -> Path:
 
 
 def source_path(cfg) -> Optional[Path]:
-    """The FLNPF source checkpoint file (None for other regimes); raises if it is absent."""
+    """The FLNPF source checkpoint file (None for other regimes); raises if it is absent, or if it
+    is the best.pt of a finished run whose results.json names another best epoch (such a run is no source)."""
     reg = cfg.regime
     if not needs_source(cfg):
         return None
     if reg.source != "auto":
-        return checkpoints.resolve(reg.source, reg.source_ckpt)
-    try:
-        return checkpoints.resolve(str(relu_source_dir(cfg)), reg.source_ckpt)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"{e}. regime.source=auto looks for the ReLU run of this cell and seed: "
-                                "run it first (same overrides with regime=relu)") from None
+        path = checkpoints.resolve(reg.source, reg.source_ckpt)
+    else:
+        try:
+            path = checkpoints.resolve(str(relu_source_dir(cfg)), reg.source_ckpt)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"{e}. regime.source=auto looks for the ReLU run of this cell and seed: "
+                                    "run it first (same overrides with regime=relu)") from None
+    run = path.parent.parent
+    done = finished_results(run) if path.name == checkpoints.BEST else None
+    problem = done and checkpoints.best_mismatch(run, done)
+    if problem:
+        raise ConfigError(f"regime.source {run}: {problem}; it is no FLNPF source (python -m gatelab.core.run_check "
+                          f"lists such runs; force=true on the ReLU run retrains it)")
+    return path
 
 
 def load_source(cfg, in_shape: tuple, out_dim: int, path: Optional[Path] = None) -> tuple[dict, str]:

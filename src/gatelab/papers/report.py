@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
+from gatelab.core import checkpoints
 from gatelab.core.results import RESULTS, read_results
 
 DATASET_TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "binary_mnist": "Binary-MNIST"}
@@ -50,8 +51,11 @@ def results_below(runs_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
     found, bad = [], []
     for path in sorted(Path(runs_dir).rglob(RESULTS)):
         res = read_results(path)
+        problem = res is not None and res.get("status") == "completed" and checkpoints.best_mismatch(path.parent, res)
         if res is None:
             bad.append(f"{path}: truncated, unreadable or of another results version")
+        elif problem:
+            bad.append(f"{path.parent}: {problem} (python -m gatelab.core.run_check)")
         else:
             found.append((path, res))
     return found, bad
