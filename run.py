@@ -7,6 +7,7 @@ checked before anything trains; ``--dry-run`` prints it. Each run writes ``resul
 unfinished one resumes. Sweep with ``-m``. See README.md.
 """
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from gatelab.core.runs import register_resolver  # noqa: E402
 from gatelab.data.datasets import DataNotFoundError  # noqa: E402
 from gatelab.launch import plan  # noqa: E402
 from gatelab.launch.sweep import outcome_of, record  # noqa: E402
-from gatelab.training.loop import Terminated  # noqa: E402
+from gatelab.training.loop import Interrupted  # noqa: E402
 
 register()
 register_resolver()
@@ -48,13 +49,18 @@ def main(cfg: DictConfig):
         sys.exit(2)
     if cfg.dry_run:
         print(plan.banner(jobs))
+        if not multirun:  # a plan leaves nothing on disk
+            _remove_hydra_only_dir(Path(hc.runtime.output_dir), Path(cfg.out_root))
         return None
     log.info("%s", plan.banner(jobs))
     try:
         results = plan.execute(jobs)
-    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM while training (gatelab.training.loop.Terminated)
-        by, code = ("SIGTERM", 143) if isinstance(e, Terminated) else ("Ctrl-C", 130)
-        log.error("stopped by %s: the runs are recorded as interrupted; the same command resumes them", by)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM while training (gatelab.training.loop.Interrupted)
+        by, code = (e.by, e.code) if isinstance(e, Interrupted) else ("Ctrl-C", 130)
+        saved = e.saved if isinstance(e, Interrupted) else "nothing was training"
+        log.error("stopped by %s: %s; the runs are recorded as interrupted and the same command resumes them",
+                  by, saved)
+        _silence_closed_streams()
         sys.exit(code)
     except Exception as e:
         for job in jobs:
@@ -70,9 +76,20 @@ def main(cfg: DictConfig):
     return {d: res["best_test_acc"] for d, res in results.items()}
 
 
+def _silence_closed_streams() -> None:
+    """Ctrl-C on ``run.py ... | tee log`` ends the reader too: a write to the closed pipe must not
+    turn the stop into a traceback (or Python's exit code 120), so such a stream goes to /dev/null."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 def _remove_hydra_only_dir(directory: Path, out_root: Path) -> None:
-    """A rejected command leaves no run directory: remove Hydra's output directory when it holds only
-    Hydra's own files (.hydra/, run.log), and the parents it emptied, up to ``out_root``."""
+    """A rejected command or a plan leaves no run directory: remove Hydra's output directory when it
+    holds only Hydra's own files (.hydra/, run.log), and the parents it emptied, up to ``out_root``."""
+    directory, out_root = directory.resolve(), out_root.resolve()
     if not directory.is_dir() or any(p.name not in (".hydra", "run.log") for p in directory.iterdir()):
         return
     shutil.rmtree(directory)
@@ -85,8 +102,12 @@ def _remove_hydra_only_dir(directory: Path, out_root: Path) -> None:
 
 
 def _argv_dry_run(argv: list[str]) -> list[str]:
-    """``--dry-run`` is ``dry_run=true``."""
-    return [("dry_run=true" if a == "--dry-run" else a) for a in argv]
+    """``--dry-run`` is ``dry_run=true``; a plan writes no Hydra files (.hydra/, run.log) into the run
+    directories it names, whose own .hydra/ records the command that trained them."""
+    argv = [("dry_run=true" if a == "--dry-run" else a) for a in argv]
+    if "dry_run=true" in argv:
+        argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
+    return argv
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ to an uninterrupted run on the CPU, a corrupt last.pt falls back to prev.pt, and
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -173,21 +174,72 @@ def test_sigkill_at_random_instants_then_resume_equals_uninterrupted(tmp_path):
         _same(res.parent, tmp_path / "cut" / res.parent.relative_to(tmp_path / "ref"))
 
 
+STOP_ARGS = ["epochs=3", "progress=false", "threads=1", "arch.dense=[64,64]", "optimizer.batch_size=1",
+             "checkpoint_every=100"]  # about 2 s an epoch; no checkpoint before the end but the stop's own
+
+
+def _saved_point(out: str) -> tuple[int, int]:
+    """The point the stop line says was saved: (epochs done, steps of the next)."""
+    m = re.search(r"progress saved at (?:epoch (\d+), step (\d+) of the next|the end of epoch (\d+))", out)
+    assert m, out[-3000:]
+    return (int(m[1]), int(m[2])) if m[1] else (int(m[3]), 0)
+
+
+def _wait_for(path, text: str, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and text not in (path.read_text() if path.exists() else ""):
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig, code, by", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
-def test_ctrl_c_or_sigterm_on_the_command_line_prints_one_line_and_records_interrupted(tmp_path, sig, code, by):
+def test_ctrl_c_or_sigterm_saves_progress_prints_one_line_and_the_rerun_resumes_exactly(tmp_path, sig, code, by):
+    """Stopped inside epoch 2 with no checkpoint since the start (checkpoint_every=100, checkpoint_minutes
+    10): the stop writes a group checkpoint at the next step, the plan names that point, and the same
+    command resumes from it and ends as an uninterrupted run."""
     root = write_tiny_data(tmp_path / "data", n_train=6000, n_test=100)
-    p = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "epochs=50", "progress=false", "threads=1",
-                          f"data.root={root}", f"out_root={tmp_path}"], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    results = None
-    deadline = time.time() + 120
-    while time.time() < deadline and results is None:
-        results = next(tmp_path.rglob("results.json"), None)
-        time.sleep(0.2)
-    time.sleep(1.0)
-    p.send_signal(sig)
-    out, _ = p.communicate(timeout=60)
+    cmd = [sys.executable, str(ROOT / "run.py"), *STOP_ARGS, f"data.root={root}"]
+    assert subprocess.run([*cmd, f"out_root={tmp_path / 'ref'}"], capture_output=True).returncode == 0
+    log = tmp_path / "log"
+    with open(log, "w") as f:
+        p = subprocess.Popen([*cmd, f"out_root={tmp_path / 'cut'}"], stdout=f, stderr=subprocess.STDOUT)
+        _wait_for(log, "epoch 1/3")
+        time.sleep(0.5)
+        p.send_signal(sig)
+        p.wait(timeout=60)
+    out = log.read_text()
     assert p.returncode == code
-    assert "Traceback" not in out and out.count("interrupted") == 1 and f"stopped by {by}" in out
-    assert json.loads(results.read_text())["status"] == "interrupted"
+    assert "Traceback" not in out and out.count("stopped by") == 1 and f"stopped by {by}" in out
+    epoch, step = _saved_point(out)
+    assert (epoch, step) >= (1, 1)
+    run = next((tmp_path / "cut").rglob("results.json")).parent
+    assert json.loads((run / "results.json").read_text())["status"] == "interrupted"
+    assert state_of(run, 3)[0] == f"interrupted, resumes after epoch {epoch}" + (f", step {step} of the next" if step else "")
+    again = subprocess.run([*cmd, f"out_root={tmp_path / 'cut'}"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stdout[-2000:]
+    assert "already" not in again.stdout and "missing" not in again.stdout
+    res, _ = same_run(next((tmp_path / "ref").rglob("results.json")).parent, run)
+    assert json.loads((run / "results.json").read_text())["resumed_from_epoch"] == epoch
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_the_output_piped_records_interrupted_and_keeps_progress(tmp_path):
+    """``python run.py ... 2>&1 | tee log`` and Ctrl-C: the same signal ends the reader, so every later
+    write of the run meets a closed pipe; the run is still ``interrupted`` (not ``failed`` with
+    BrokenPipeError), exit 130, with its progress saved."""
+    root = write_tiny_data(tmp_path / "data", n_train=6000, n_test=100)
+    args = [a for a in STOP_ARGS if a != "progress=false"] + ["progress=true"]
+    p = subprocess.Popen([sys.executable, str(ROOT / "run.py"), *args, f"data.root={root}", f"out_root={tmp_path}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and "epoch 1/3 " not in p.stdout.readline():
+        pass
+    p.stdout.close()  # tee is gone
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=60) == 130
+    run = next(tmp_path.rglob("results.json")).parent
+    res = json.loads((run / "results.json").read_text())
+    assert res["status"] == "interrupted" and "error" not in res, res.get("error")
+    state = state_of(run, 3)[0]
+    assert state.startswith("interrupted, resumes after epoch ") and state != "interrupted, resumes after epoch 0"

@@ -62,18 +62,36 @@ def _run(*args, cwd=None):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bad", ["optimizer.lr=-1", "epochs=0", "device=cuda", "seeds=[0,0]"])
+@pytest.mark.parametrize("bad", ["optimizer.lr=-1", "optimizer.lr=0", "epochs=0", "device=cuda", "seeds=[0,0]",
+                                 "regime=flnpf regime.source=/nonexistent"])
 def test_a_rejected_command_fails_in_one_line_and_leaves_no_run_directory(tiny_root, tmp_path, bad):
+    """Under the default relative out_root (outputs/ in the working directory) as under an absolute one."""
     if bad == "device=cuda":
         pytest.importorskip("torch")
         import torch
         if torch.cuda.is_available():
             pytest.skip("this machine has CUDA")
-    p = _run(bad, f"data.root={tiny_root}", f"out_root={tmp_path / 'out'}")
-    out = p.stdout + p.stderr
-    assert p.returncode == 2 and "Traceback" not in out, out[-2000:]
-    assert len([line for line in out.splitlines() if "ERROR" in line]) == 1
-    assert not (tmp_path / "out").exists()
+    for where in ([], [f"out_root={tmp_path / 'out'}"]):
+        p = _run(*bad.split(), f"data.root={tiny_root}", *where, cwd=tmp_path)
+        out = p.stdout + p.stderr
+        assert p.returncode == 2 and "Traceback" not in out, out[-2000:]
+        assert len([line for line in out.splitlines() if "ERROR" in line]) == 1
+        assert sorted(x.name for x in tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
+
+
+@pytest.mark.slow
+def test_a_plan_leaves_nothing_on_disk_and_keeps_a_trained_runs_hydra_files(tiny_root, tmp_path):
+    p = _run("--dry-run", "regime=flnpf", f"data.root={tiny_root}", cwd=tmp_path)
+    assert p.returncode == 0 and "plan: 2 job(s)" in p.stdout, p.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
+    args = ["epochs=1", "arch.dense=[8]", "progress=false", f"data.root={tiny_root}"]
+    assert _run(*args, cwd=tmp_path).returncode == 0
+    run = next(tmp_path.rglob("results.json")).parent
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".lock"}
+    assert (run / ".hydra" / "config.yaml") in before
+    p = _run(*args, "--dry-run", cwd=tmp_path)
+    assert p.returncode == 0 and "[completed; 0 epochs to train]" in p.stdout
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".lock"} == before
 
 
 @pytest.mark.slow

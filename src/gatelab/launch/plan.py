@@ -237,7 +237,7 @@ def execute(jobs: list[Job]) -> dict[str, dict]:
             raise RuntimeError(f"{job.name}: {failed[job.name]}")
         dependents = [j.name for j in jobs if job.name in j.needs]
         if dependents and job.features is None:
-            log.info("%s is missing; training it first (%s needs it)", job.name, "; ".join(dependents))
+            log.info("%s is %s; training it first (%s needs it)", job.name, _states(job), "; ".join(dependents))
         if job.features is not None:
             log.info("%s: filling the backbone feature cache", job.name)
             data_mod.load(job.features.dataset, job.features.data, "cpu")
@@ -253,6 +253,13 @@ def execute(jobs: list[Job]) -> dict[str, dict]:
         if bad:
             failed[job.name] = ", ".join(f"{d}: {s}" for d, s in bad.items())
     return out
+
+
+def _states(job: Job) -> str:
+    """What a prerequisite job's runs are on disk, in words: ``missing``, or their states (one each)."""
+    points = {k: p for stack in job.stacks for k, p in resume_points(stack).items()}
+    states = dict.fromkeys(state_of(d, int(c.epochs), points.get(str(d)))[0] for c, d in job.entries)
+    return "missing" if list(states) == ["new"] else "; ".join(states)
 
 
 def _key(override: str) -> str:
