@@ -186,3 +186,38 @@ def test_new_training_paths_stay_on_the_device(tiny_root, tmp_path, case):
     with pytest.raises(NotImplementedError):  # the first host read; every op before it ran on the device
         train_mod.extra_metrics(cfg, model, data, 2) if case == "routing" else \
             evaluate(model, data.test, 64, data.task, 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the device check runs it)")
+@pytest.mark.parametrize("first, then", [("cuda", "cpu"), ("cpu", "cuda")])
+def test_a_checkpoint_resumes_across_cuda_and_the_cpu(tiny_root, tmp_path, first, then):
+    """Killed mid-training on one device, resumed on the other: the run completes there, its best.pt
+    agrees with its results.json, and every tensor a checkpoint holds loads onto the CPU."""
+    from gatelab.core import checkpoints
+    from gatelab.core.runs import seed_run_dirs
+    from gatelab.training.loop import train_seeds
+    over = ["arch.dense=[16]", "regime=dlnpf", "epochs=3", "seeds=[0,1]", "checkpoint_minutes=0",
+            f"data.root={tiny_root}", f"out_root={tmp_path}"]
+    real, n = checkpoints.Writer.save, {"n": 0}
+
+    def save(self, path, rotate=False, **state):
+        real(self, path, rotate=rotate, **state)
+        n["n"] += path.name == "last.pt"
+        if n["n"] == 3:  # net 0 at epoch 2, net 1 at epoch 1
+            self.wait()
+            raise _Stop
+    checkpoints.Writer.save = save
+    try:
+        with pytest.raises(_Stop):
+            cfg = make_cfg([*over, f"device={first}"])
+            train_seeds(cfg, seed_run_dirs(cfg))
+    finally:
+        checkpoints.Writer.save = real
+    cfg = make_cfg([*over, f"device={then}"])
+    res = train_seeds(cfg, seed_run_dirs(cfg))
+    for s, d in seed_run_dirs(cfg).items():
+        assert res[s]["status"] == "completed" and res[s]["resumed_from_epoch"] == 1
+        assert res[s]["env"]["device"].startswith(then) and checkpoints.best_mismatch(d, res[s]) is None
+        state = checkpoints.load(d / "ckpt" / "last.pt")
+        tensors = [v for v in state["model"].values()] + [state["shuffle_rng"]]
+        assert {t.device.type for t in tensors} == {"cpu"}

@@ -184,3 +184,34 @@ def test_a_row_killed_at_file_operations_keeps_best_pt_exact(tiny_root, tmp_path
         assert len(refs) == 4
         for r in refs:
             assert_same_on_disk(r.parent, out / r.parent.relative_to(tmp_path / "ref"))
+
+
+def test_a_net_that_diverges_leaves_its_stack_mates_resume_exact(tiny_root, tmp_path, monkeypatch):
+    """A row whose first net diverges in epoch 1 (SGD step 1e30) while the others train on: killed
+    at sampled instants after that, the others resume from their common point and end bit-identical
+    to the uninterrupted row; the diverged run stays diverged (what the README promises)."""
+    from conftest import TINY_ARCH
+    over = ["arch=fc", *TINY_ARCH["fc"], "optimizer=sgd", "epochs=4", "regimes=[relu]", "lrs=[1e30,0.5]",
+            "seeds=[0,1]", "checkpoint_minutes=0"]
+    train_row(make_cfg([*over, f"out_root={tmp_path / 'ref'}"], tiny_root))
+    death = _Death(monkeypatch)
+    train_row(make_cfg([*over, f"out_root={tmp_path / 'count'}"], tiny_root))
+    death.undo()
+    refs = sorted((tmp_path / "ref").rglob("results.json"))
+    statuses = sorted(__import__("json").loads(r.read_text())["status"] for r in refs)
+    assert statuses == ["completed", "completed", "diverged", "diverged"]
+    for at in range(death.n // 3, death.n, max(1, death.n // 12)):
+        out = tmp_path / f"cut{at}"
+        d = _Death(monkeypatch, at)
+        with pytest.raises(_Killed):
+            train_row(make_cfg([*over, f"out_root={out}"], tiny_root))
+        d.undo()
+        train_row(make_cfg([*over, f"out_root={out}"], tiny_root))
+        for r in refs:
+            ra = __import__("json").loads(r.read_text())
+            cut = out / r.parent.relative_to(tmp_path / "ref")
+            if ra["status"] == "completed":
+                assert_same_on_disk(r.parent, cut)
+            else:
+                rb = __import__("json").loads((cut / "results.json").read_text())
+                assert (rb["status"], rb["diverged_epoch"]) == ("diverged", ra["diverged_epoch"])

@@ -79,6 +79,7 @@ class RunState:
             self.history.append({"epoch": epoch, "train_loss": None, "train_acc": m["train_acc"],
                                  "test_loss": None, "test_acc": None, "seconds": seconds})
             log.warning("seed %d, epoch %d: training loss is not finite; run stopped as diverged", self.seed, epoch)
+            self.finish()  # final now: the results.json written at this epoch's end is whole
             return
         base = ("train_loss", "train_acc", "test_loss", "test_acc")
         extra = {k: _finite_or_none(v) for k, v in m.items() if k not in base}
