@@ -24,7 +24,7 @@ from gatelab.core.runs import register_resolver  # noqa: E402
 from gatelab.data.datasets import DataNotFoundError  # noqa: E402
 from gatelab.launch import plan  # noqa: E402
 from gatelab.launch.sweep import outcome_of, record  # noqa: E402
-from gatelab.training.loop import Interrupted  # noqa: E402
+from gatelab.training.stops import Interrupted  # noqa: E402
 
 register()
 register_resolver()
@@ -55,7 +55,7 @@ def main(cfg: DictConfig):
     log.info("%s", plan.banner(jobs))
     try:
         results = plan.execute(jobs)
-    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM while training (gatelab.training.loop.Interrupted)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM while training (gatelab.training.stops)
         by, code = (e.by, e.code) if isinstance(e, Interrupted) else ("Ctrl-C", 130)
         saved = e.saved if isinstance(e, Interrupted) else "nothing was training"
         log.error("stopped by %s: %s; the runs are recorded as interrupted and the same command resumes them",

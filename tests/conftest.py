@@ -108,3 +108,26 @@ def same_run(a, b):
         assert torch.equal(wa["model"][k], wb["model"][k]), (a, k)
     assert torch.equal(wa["shuffle_rng"], wb["shuffle_rng"])
     return ra, rb
+
+
+class Killed(Exception):
+    """A process death modelled inside a test: nothing after it reaches the disk."""
+
+
+def kill_after_writes(monkeypatch, n: int, name: str = "last.pt"):
+    """Stop the job right after the ``n``-th write of a checkpoint file called ``name`` reached the disk
+    (the later nets of the group not yet written): the state a SIGKILL at that instant leaves.
+    Returns the function that undoes it."""
+    from gatelab.core import checkpoints
+    real = checkpoints.Writer.save
+    count = {"n": 0}
+
+    def save(self, path, rotate=False, **state):
+        real(self, path, rotate=rotate, **state)
+        if path.name == name:
+            count["n"] += 1
+            if count["n"] == n:
+                self.wait()
+                raise Killed(f"killed after write {n} of {name}")
+    monkeypatch.setattr(checkpoints.Writer, "save", save)
+    return lambda: monkeypatch.setattr(checkpoints.Writer, "save", real)

@@ -4,7 +4,7 @@ the CPU fails here exactly as it would fail on CUDA."""
 import pytest
 import torch
 
-from conftest import TINY_ARCH, make_cfg
+from conftest import TINY_ARCH, Killed, kill_after_writes, make_cfg
 from gatelab.data import datasets as data_mod
 from gatelab.training import loop as train_mod, stacking
 from gatelab.training.run_state import RunState
@@ -190,7 +190,7 @@ def test_new_training_paths_stay_on_the_device(tiny_root, tmp_path, case):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the device check runs it)")
 @pytest.mark.parametrize("first, then", [("cuda", "cpu"), ("cpu", "cuda")])
-def test_a_checkpoint_resumes_across_cuda_and_the_cpu(tiny_root, tmp_path, first, then):
+def test_a_checkpoint_resumes_across_cuda_and_the_cpu(tiny_root, tmp_path, monkeypatch, first, then):
     """Killed mid-training on one device, resumed on the other: the run completes there, its best.pt
     agrees with its results.json, and every tensor a checkpoint holds loads onto the CPU."""
     from gatelab.core import checkpoints
@@ -198,21 +198,11 @@ def test_a_checkpoint_resumes_across_cuda_and_the_cpu(tiny_root, tmp_path, first
     from gatelab.training.loop import train_seeds
     over = ["arch.dense=[16]", "regime=dlnpf", "epochs=3", "seeds=[0,1]", "checkpoint_minutes=0",
             f"data.root={tiny_root}", f"out_root={tmp_path}"]
-    real, n = checkpoints.Writer.save, {"n": 0}
-
-    def save(self, path, rotate=False, **state):
-        real(self, path, rotate=rotate, **state)
-        n["n"] += path.name == "last.pt"
-        if n["n"] == 3:  # net 0 at epoch 2, net 1 at epoch 1
-            self.wait()
-            raise _Stop
-    checkpoints.Writer.save = save
-    try:
-        with pytest.raises(_Stop):
-            cfg = make_cfg([*over, f"device={first}"])
-            train_seeds(cfg, seed_run_dirs(cfg))
-    finally:
-        checkpoints.Writer.save = real
+    restore = kill_after_writes(monkeypatch, 3)  # net 0 at epoch 2, net 1 at epoch 1
+    with pytest.raises(Killed):
+        cfg = make_cfg([*over, f"device={first}"])
+        train_seeds(cfg, seed_run_dirs(cfg))
+    restore()
     cfg = make_cfg([*over, f"device={then}"])
     res = train_seeds(cfg, seed_run_dirs(cfg))
     for s, d in seed_run_dirs(cfg).items():

@@ -11,7 +11,7 @@ import random
 import pytest
 import torch
 
-from conftest import make_cfg, same_run
+from conftest import Killed, kill_after_writes, make_cfg, same_run
 from gatelab.core import checkpoints
 from gatelab.core.runs import seed_run_dirs
 from gatelab.training.loop import train_seeds
@@ -20,10 +20,6 @@ from gatelab.training.rows import train_row
 # Two nets whose best epochs move between checkpoints: test accuracies (tiny data) of seed 0
 # 0.1 0.1 0.1 0.2 0.2 0.39 (best at 1, 4, 6) and seed 1 0.1 0.2 0.13 0.29 0.4 0.3 (best at 1, 2, 4, 5).
 STACK = ["regime=relu", "arch.dense=[16,16]", "epochs=6", "seeds=[0,1]", "optimizer=sgd", "optimizer.lr=0.8"]
-
-
-class _Killed(Exception):
-    pass
 
 
 class _Death:
@@ -38,7 +34,7 @@ class _Death:
         def op(*a, **k):
             self.n += 1
             if self.at is not None and self.n >= self.at:
-                raise _Killed(f"killed before file operation {self.at}")
+                raise Killed(f"killed before file operation {self.at}")
             return real(*a, **k)
         return op
 
@@ -57,7 +53,7 @@ def _killed_at(monkeypatch, over, out, tiny_root, at) -> bool:
     try:
         _train(over, out, tiny_root)
         return False
-    except _Killed:
+    except Killed:
         return True
     finally:
         death.undo()
@@ -116,22 +112,6 @@ def test_best_pt_is_exact_after_kills_inside_epochs(tiny_root, tmp_path, monkeyp
             assert_same_on_disk(ref[s], dirs[s])
 
 
-def _kill_after_writes(monkeypatch, n: int, name: str = "last.pt"):
-    """Stop the job right after the ``n``-th write of a file called ``name`` reached the disk."""
-    real = checkpoints.Writer.save
-    count = {"n": 0}
-
-    def save(self, path, rotate=False, **state):
-        real(self, path, rotate=rotate, **state)
-        if path.name == name:
-            count["n"] += 1
-            if count["n"] == n:
-                self.wait()
-                raise _Killed(f"killed after write {n} of {name}")
-    monkeypatch.setattr(checkpoints.Writer, "save", save)
-    return lambda: monkeypatch.setattr(checkpoints.Writer, "save", real)
-
-
 @pytest.mark.parametrize("mid_epoch", [False, True])
 def test_kills_in_a_row_between_nets_writes_lose_no_shared_point(tiny_root, tmp_path, monkeypatch, mid_epoch):
     """The issue's case: killed between the two nets' writes of epoch 2 (both nets hold epoch 1),
@@ -145,8 +125,8 @@ def test_kills_in_a_row_between_nets_writes_lose_no_shared_point(tiny_root, tmp_
     shared = (1, 3) if mid_epoch else (1, 0)
     out = tmp_path / "cut"
     for kill in (first, 1, 1):
-        restore = _kill_after_writes(monkeypatch, kill)
-        with pytest.raises(_Killed):
+        restore = kill_after_writes(monkeypatch, kill)
+        with pytest.raises(Killed):
             _train(over, out, tiny_root)
         restore()
         dirs = seed_run_dirs(make_cfg([*over, f"out_root={out}"], tiny_root))
@@ -176,7 +156,7 @@ def test_a_row_killed_at_file_operations_keeps_best_pt_exact(tiny_root, tmp_path
             d = _Death(monkeypatch, at)
             try:
                 train_row(make_cfg([*over, f"out_root={out}"], tiny_root))
-            except _Killed:
+            except Killed:
                 pass
             d.undo()
         train_row(make_cfg([*over, f"out_root={out}"], tiny_root))
@@ -203,7 +183,7 @@ def test_a_net_that_diverges_leaves_its_stack_mates_resume_exact(tiny_root, tmp_
     for at in range(death.n // 3, death.n, max(1, death.n // 12)):
         out = tmp_path / f"cut{at}"
         d = _Death(monkeypatch, at)
-        with pytest.raises(_Killed):
+        with pytest.raises(Killed):
             train_row(make_cfg([*over, f"out_root={out}"], tiny_root))
         d.undo()
         train_row(make_cfg([*over, f"out_root={out}"], tiny_root))

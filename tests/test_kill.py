@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TINY_ARCH, make_cfg, same_run, strip_seconds, write_tiny_data
+from conftest import ROOT, TINY_ARCH, Killed, kill_after_writes, make_cfg, same_run, strip_seconds, write_tiny_data
 from gatelab.core import checkpoints
 from gatelab.core.runs import seed_run_dirs
 from gatelab.launch.plan import state_of
@@ -29,35 +29,14 @@ def _same(a, b):
     return same_run(a, b)[1]
 
 
-class _Killed(Exception):
-    pass
-
-
-def _kill_after_writes(monkeypatch, n: int, name: str = "last.pt"):
-    """Stop the job right after the ``n``-th write of a file called ``name`` reached the disk (the
-    later nets of the group not yet written): the state a SIGKILL at that instant leaves."""
-    real = checkpoints.Writer.save
-    count = {"n": 0}
-
-    def save(self, path, rotate=False, **state):
-        real(self, path, rotate=rotate, **state)
-        if path.name == name:
-            count["n"] += 1
-            if count["n"] == n:
-                self.wait()
-                raise _Killed(f"killed after write {n} of {name}")
-    monkeypatch.setattr(checkpoints.Writer, "save", save)
-    return lambda: monkeypatch.setattr(checkpoints.Writer, "save", real)
-
-
 @pytest.mark.parametrize("cut", [3, 4, 5])  # 2 nets: after net 0 of epoch 2, after both, after net 0 of epoch 3
 def test_a_stack_killed_between_its_nets_writes_resumes_bit_identical(tiny_root, tmp_path, monkeypatch, cut):
     over = ["regime=dlnpf", "arch.dense=[16,16]", "epochs=4", "seeds=[0,1]", "checkpoint_minutes=0"]
     ref = make_cfg([*over, f"out_root={tmp_path / 'ref'}"], tiny_root)
     train_seeds(ref, seed_run_dirs(ref))
     cfg = make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root)
-    restore = _kill_after_writes(monkeypatch, cut)
-    with pytest.raises(_Killed):
+    restore = kill_after_writes(monkeypatch, cut)
+    with pytest.raises(Killed):
         train_seeds(cfg, seed_run_dirs(cfg))
     restore()
     epochs = {s: checkpoints.load(d / "ckpt" / "last.pt")["epoch"] for s, d in seed_run_dirs(cfg).items()}
@@ -73,8 +52,8 @@ def test_a_row_killed_between_its_nets_writes_resumes_bit_identical(tiny_root, t
     over = ["arch=fc", *TINY_ARCH["fc"], "optimizer=sgd", "epochs=3", "regimes=[relu]", "lrs=[0.1,0.01]",
             "seeds=[0,1]", "checkpoint_minutes=0"]
     train_row(make_cfg([*over, f"out_root={tmp_path / 'whole'}"], tiny_root))
-    restore = _kill_after_writes(monkeypatch, 5)  # 4 nets: net 0 of epoch 2 written, nets 1-3 still at epoch 1
-    with pytest.raises(_Killed):
+    restore = kill_after_writes(monkeypatch, 5)  # 4 nets: net 0 of epoch 2 written, nets 1-3 still at epoch 1
+    with pytest.raises(Killed):
         train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
     restore()
     train_row(make_cfg([*over, f"out_root={tmp_path / 'cut'}"], tiny_root))
@@ -89,8 +68,8 @@ def test_a_mid_epoch_checkpoint_resumes_inside_the_epoch_exactly(tiny_root, tmp_
     ref = make_cfg([*over, f"out_root={tmp_path / 'ref'}"], tiny_root)
     train_seeds(ref, seed_run_dirs(ref))
     cfg = make_cfg([*over, "checkpoint_minutes=1e-9", f"out_root={tmp_path / 'cut'}"], tiny_root)
-    restore = _kill_after_writes(monkeypatch, 2 * 8 + 2 * 3)  # 8 steps an epoch: inside epoch 2, after step 3
-    with pytest.raises(_Killed):
+    restore = kill_after_writes(monkeypatch, 2 * 8 + 2 * 3)  # 8 steps an epoch: inside epoch 2, after step 3
+    with pytest.raises(Killed):
         train_seeds(cfg, seed_run_dirs(cfg))
     restore()
     last = checkpoints.load(seed_run_dirs(cfg)[0] / "ckpt" / "last.pt")
@@ -103,8 +82,8 @@ def test_a_mid_epoch_checkpoint_resumes_inside_the_epoch_exactly(tiny_root, tmp_
 def test_a_truncated_last_checkpoint_falls_back_to_the_previous_one(tiny_root, tmp_path, monkeypatch, caplog):
     over = ["regime=dlnpf", "arch.dense=[16,16]", "checkpoint_minutes=0", "epochs=3"]
     train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
-    restore = _kill_after_writes(monkeypatch, 2)  # stopped after epoch 2's last.pt
-    with pytest.raises(_Killed):
+    restore = kill_after_writes(monkeypatch, 2)  # stopped after epoch 2's last.pt
+    with pytest.raises(Killed):
         train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
     restore()
     last = tmp_path / "cut" / "ckpt" / "last.pt"

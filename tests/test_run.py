@@ -66,7 +66,7 @@ def test_checkpoint_epochs_and_best_checkpoint(cfg_factory, tmp_path):
     from gatelab.core import checkpoints
     res = train(cfg_factory("epochs=3", "checkpoint_epochs=[0,1,3]"), tmp_path / "run")
     ck = tmp_path / "run" / "ckpt"
-    assert sorted(p.name for p in ck.iterdir()) == ["best.pt", "epoch_0.pt", "epoch_1.pt", "epoch_3.pt", "last.pt", "prev.pt"]
+    assert sorted(p.name for p in ck.iterdir()) == ["best.pt", "epoch_0.pt", "epoch_1.pt", "epoch_3.pt", "last.pt"]  # prev.pt freed
     assert checkpoints.load(ck / "epoch_0.pt")["epoch"] == 0
     assert checkpoints.load(ck / "best.pt")["epoch"] == res["best_epoch"]
     assert checkpoints.load(ck / "epoch_1.pt")["epoch"] == 1

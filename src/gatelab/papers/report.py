@@ -47,11 +47,13 @@ class Run:
 
 def results_below(runs_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
     """(path, results) of every readable results.json below ``runs_dir``, and the unreadable or
-    foreign ones (listed, never counted)."""
+    foreign ones, and the completed runs whose ``ckpt/best.pt`` disagrees with their results.json
+    (listed, never counted; a run whose whole ``ckpt/`` was removed to save disk still counts)."""
     found, bad = [], []
     for path in sorted(Path(runs_dir).rglob(RESULTS)):
         res = read_results(path)
-        problem = res is not None and res.get("status") == "completed" and checkpoints.best_mismatch(path.parent, res)
+        problem = res is not None and res.get("status") == "completed" and \
+            (path.parent / checkpoints.CKPT_DIR).is_dir() and checkpoints.best_mismatch(path.parent, res)
         if res is None:
             bad.append(f"{path}: truncated, unreadable or of another results version")
         elif problem:

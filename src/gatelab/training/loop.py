@@ -16,13 +16,8 @@ the case S = 1. Prerequisite runs (an FLNPF source, an earlier IMP round) are th
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import os
-import signal
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -41,6 +36,7 @@ from gatelab.nets.dgn import unstack_state
 from gatelab.training import stacking
 from gatelab.training.metrics import evaluate, extra_metrics, objective
 from gatelab.training.run_state import RunState
+from gatelab.training.stops import STOP, Bars, stop_signals
 
 log = logging.getLogger("gatelab")
 
@@ -65,7 +61,7 @@ def train_entries(entries: list) -> list:
     missing dataset or an unusable FLNPF source; that and any later exception are recorded in every
     run's results.json before re-raising. A run directory is locked while it trains, so two
     processes never train the same run at once."""
-    with locked([d for _, d in entries]), _stop_signals():
+    with locked([d for _, d in entries]), stop_signals():
         out, todo = [None] * len(entries), []
         for i, (c, run_dir) in enumerate(entries):
             done = finished_results(run_dir)
@@ -81,99 +77,6 @@ def train_entries(entries: list) -> list:
             for i, res in zip(todo, _train_todo([entries[i] for i in todo])):
                 out[i] = res
     return out
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C while runs train: recorded ``interrupted`` (the same command resumes them); ``saved``
-    says where their progress was saved."""
-    by, code = "Ctrl-C", 130
-
-    def __init__(self, saved: str = ""):
-        super().__init__(saved)
-        self.saved = saved
-
-
-class Terminated(Interrupted):
-    """SIGTERM while runs train (``kill``, a scheduler's preemption or time limit): as Ctrl-C."""
-    by, code = "SIGTERM", 143
-
-
-class _Stop:
-    """A stop signal (SIGINT, SIGTERM) while nets train. Inside the step loop it is taken at the next
-    step boundary, after a group checkpoint of that point (:meth:`take`), so no work is lost; outside
-    it, or at a second signal, it stops at once (what the last checkpoint holds survives)."""
-
-    def __init__(self):
-        self.signum, self.deferred = None, False
-
-    def handle(self, signum, frame) -> None:
-        first, self.signum = self.signum is None, signum
-        if self.deferred and first:
-            return
-        raise self.exception("nothing more was saved since the last checkpoint")
-
-    def exception(self, saved: str) -> Interrupted:
-        return (Terminated if self.signum == signal.SIGTERM else Interrupted)(saved)
-
-    @property
-    def pending(self) -> bool:
-        return self.signum is not None
-
-    def take(self, saver, at: str) -> None:
-        """Stop after the checkpoint ``saver`` just handed over has reached the disk."""
-        saver.writer.wait()
-        raise self.exception(f"progress saved at {at}")
-
-
-_stop = _Stop()
-
-
-@contextlib.contextmanager
-def _stop_signals():
-    """Ctrl-C and SIGTERM while runs train stop them at the next step with their progress saved
-    (:class:`_Stop`), recorded ``interrupted``. A handler set by someone else (submitit's SIGTERM
-    handler on a cluster) is left alone. Only in the main thread (signals are delivered there)."""
-    handlers = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    mine = [s for s, default in handlers.items() if signal.getsignal(s) is default]
-    _stop.__init__()
-    for s in mine:
-        signal.signal(s, _stop.handle)
-    try:
-        yield
-        if _stop.pending:  # the signal came during the last epoch: the runs completed, then stop
-            raise _stop.exception("the runs completed before the stop")
-    finally:
-        for s in mine:
-            signal.signal(s, handlers[s])
-        _stop.deferred = False
-
-
-class _Bars:
-    """The stream of the progress bars: a closed pipe (``| tee`` ended by the same Ctrl-C) silences
-    the bars instead of failing the runs."""
-
-    def __init__(self):
-        self.stream, self.broken = sys.stderr, False
-
-    def write(self, text: str) -> None:
-        if not self.broken:
-            try:
-                self.stream.write(text)
-            except (OSError, ValueError):
-                self.broken = True
-
-    def flush(self) -> None:
-        if not self.broken:
-            try:
-                self.stream.flush()
-            except (OSError, ValueError):
-                self.broken = True
-
-    def __getattr__(self, name):
-        return getattr(self.stream, name)
 
 
 def _warn_untraced(cfg, done: dict) -> None:
@@ -211,9 +114,9 @@ def _train_todo(entries: list) -> list:
         _fit(cfg, runs, data, device, lambda: [r.write() for r in runs])
     except BaseException as e:
         for r in runs:
-            r.fail(e, interrupted=_stop.pending)
-        if _stop.pending and not isinstance(e, KeyboardInterrupt):  # e.g. a closed pipe after Ctrl-C
-            raise _stop.exception("nothing more was saved since the last checkpoint") from e
+            r.fail(e, interrupted=STOP.pending)
+        if STOP.pending and not isinstance(e, KeyboardInterrupt):  # e.g. a closed pipe after Ctrl-C
+            raise STOP.exception("nothing more was saved since the last checkpoint") from e
         raise
     finally:
         for r in runs:
@@ -285,7 +188,7 @@ class _Saver:
         for s, r in enumerate(self.runs):
             if r.active:
                 r.save_epoch(self.writer, self.meta, lambda: unstack_state(state, s))
-        if epoch % self.cfg.checkpoint_every == 0 or epoch == self.cfg.epochs or _stop.pending:
+        if epoch % self.cfg.checkpoint_every == 0 or epoch == self.cfg.epochs or STOP.pending:
             self.last(epoch, 0, [g.get_state() for g in gens])
 
     def snapshot(self, step: int, epoch: int) -> None:
@@ -346,9 +249,9 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision_of(cfg) == "bf16")
     per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
     job_bar = tqdm(total=(cfg.epochs - done) * per_epoch - skip, desc=f"{len(runs)} net(s), epochs {done + 1}-"
-                   f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0, file=_Bars())
+                   f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0, file=Bars())
     try:
-        _stop.deferred = True
+        STOP.deferred = True
         if (done, skip) == (0, 0):
             if 0 in (cfg.get("checkpoint_steps") or []):
                 saver.snapshot(0, 0)
@@ -366,10 +269,10 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
             save_progress()  # results.json of every run, once per epoch
             if not any(r.active for r in runs):
                 break
-            if _stop.pending and epoch < cfg.epochs:
-                _stop.take(saver, f"the end of epoch {epoch}")
+            if STOP.pending and epoch < cfg.epochs:
+                STOP.take(saver, f"the end of epoch {epoch}")
     finally:
-        _stop.deferred = False
+        STOP.deferred = False
         job_bar.close()
         saver.writer.close()
 
@@ -393,12 +296,12 @@ def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int
         trace.after(base + i)
         if base + i in steps:
             saver.snapshot(base + i, epoch)
-        if _stop.pending or (i < per_epoch and saver.due()):
+        if STOP.pending or (i < per_epoch and saver.due()):
             trace.flush()
             saver.last(epoch - 1, i, shuffle, [{"loss_sum": loss_sum[s].clone(), "correct": correct[s].clone(),
                                                  "seconds": time.time() - t0} for s in range(S)])
-        if _stop.pending:
-            _stop.take(saver, f"epoch {epoch - 1}, step {i} of the next")
+        if STOP.pending:
+            STOP.take(saver, f"epoch {epoch - 1}, step {i} of the next")
     train_epoch(cfg, forward, opt, data, gens, autocast, epoch, (loss_sum, correct), skip, after_step)
     test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S)
     extra = extra_metrics(cfg, model, data, S)
@@ -422,7 +325,7 @@ def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=
     total = math.ceil(len(data.train) / bs)
     bar = tqdm(data.train.stacked_batches(bs, gens, skip), total=total, initial=skip,
                desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0,
-               position=1, file=_Bars())
+               position=1, file=Bars())
     for i, (xb, yb) in enumerate(bar, skip + 1):
         with autocast:
             loss, c = objective(forward(xb).float(), yb, data.task)
