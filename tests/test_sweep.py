@@ -27,12 +27,21 @@ def _summary(p):
 def test_failed_run_does_not_stop_the_sweep_and_only_it_reruns(tiny_root, tmp_path):
     common = ["-m", "epochs=1", "progress=false", "arch.dense=[16]", f"out_root={tmp_path}"]
     assert _cli([*common, "regime=relu", "seed=0,1,2,3,4"], tiny_root).returncode == 0
-    # Seed 5's ReLU source looks completed but its best.pt is truncated (a disk that filled up):
-    # FLNPF seed 5 fails, the other seeds go on.
+    # Seed 5's ReLU source looks completed but its best.pt is truncated (a disk that filled up): the
+    # sweep is refused before anything trains, naming it (a source whose best.pt disagrees is none).
     relu5 = relu_source_dir(compose(["epochs=1", "arch.dense=[16]", f"out_root={tmp_path}", "regime=flnpf", "seed=5"]))
     shutil.copytree(next(tmp_path.glob("runs/*/relu/seed4-*")), relu5)
     (relu5 / "ckpt" / "best.pt").write_bytes((relu5 / "ckpt" / "best.pt").read_bytes()[:100])
     flnpf = [*common, "regime=flnpf", "seed=0,1,2,3,4,5"]
+    p = _cli(flnpf, tiny_root)
+    assert p.returncode == 2 and "ckpt/best.pt is unreadable" in p.stdout + p.stderr
+    assert not list(tmp_path.glob("runs/*/flnpf"))
+    # ... and when it is whole but of another network (copied by hand), FLNPF seed 5 fails when it
+    # loads it while the other seeds go on.
+    shutil.rmtree(relu5)
+    assert _cli(["epochs=1", "progress=false", "arch.dense=[8]", f"out_root={tmp_path / 'other'}"],
+                tiny_root).returncode == 0
+    shutil.copytree(next((tmp_path / "other").glob("runs/*/relu/seed0-*")), relu5)
     p = _cli(flnpf, tiny_root)
     assert p.returncode == 1, p.stderr  # the other seeds went on; the sweep reports its failure in its exit code
     assert "6 runs: 5 completed, 0 resumed, 0 skipped, 0 diverged, 1 failed" in _summary(p)

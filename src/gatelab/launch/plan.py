@@ -195,6 +195,16 @@ def _shown(d: Path) -> Path:
         return Path(d)
 
 
+def runs_left(job: Job) -> list[tuple[object, Path, str, int]]:
+    """Each run of a job: (config, directory, what is on disk, net-steps left: optimiser steps of one net)."""
+    points = {k: p for stack in job.stacks for k, p in resume_points(stack).items()}
+    out = []
+    for c, d in job.entries:
+        state, left = state_of(d, int(c.epochs), points.get(str(d)))
+        out.append((c, d, state, left * steps_per_epoch(c)))
+    return out
+
+
 def describe(jobs: list[Job]) -> str:
     """The plan as text: jobs in order, what each needs, its runs and their state, the cost left
     (optimiser steps of one net, summed over nets)."""
@@ -204,11 +214,9 @@ def describe(jobs: list[Job]) -> str:
         lines.append(f"{i}. {job.name}{after}")
         if job.features is not None:
             lines.append("   fills the backbone feature cache (no training)")
-        points = {k: p for stack in job.stacks for k, p in resume_points(stack).items()}
-        for c, d in job.entries:
-            state, left = state_of(d, int(c.epochs), points.get(str(d)))
-            total += left * steps_per_epoch(c)
-            lines.append(f"   {_shown(d)}  [{state}; {left} epochs to train]")
+        for c, d, state, steps in runs_left(job):
+            total += steps
+            lines.append(f"   {_shown(d)}  [{state}; {steps // max(1, steps_per_epoch(c))} epochs to train]")
     lines.append(f"cost: {total:,} net-steps left (one optimiser step of one net each)")
     return "\n".join(lines)
 

@@ -1,0 +1,220 @@
+"""Recipes: what one paper table (or figure set) runs at each of its scales, planned, priced, run and
+reported by one command, ``python -m gatelab reproduce <recipe> --scale <scale>``.
+
+A recipe is a function of :class:`Options` (the scale, and the few choices a user may change:
+epochs, seeds, data root, ...) returning a :class:`Recipe`: its run sets, each the overrides of one
+``python run.py -m`` command (sweeps as on the command line, and the ``+experiment`` files' own
+``hydra.sweeper.params``); the commands that train what they need themselves (the figures that read
+networks at checkpoints); and the report commands that render the table from the runs. Recipes live
+beside their paper, in ``gatelab/papers/<paper>/recipes.py``, registered with :func:`recipe`.
+
+:func:`plan` expands every run set into the jobs ``run.py`` would train, through the same planner
+(:mod:`gatelab.launch.plan`), orders them in waves (a job's prerequisites in an earlier wave, a job
+that two run sets share once), checks every job before anything trains, and prices what is left
+(:mod:`gatelab.launch.costs`). :func:`run_local` trains the waves here, ``--jobs N`` at a time;
+:func:`run_slurm` hands each run set to the SLURM launcher, which submits it in waves.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from gatelab.core.config import ConfigError
+from gatelab.core.runs import compose
+from gatelab.launch import costs, plan
+from gatelab.launch.sweep import job_overrides
+
+RUN_PY = Path(__file__).resolve().parents[3] / "run.py"
+
+
+@dataclass
+class Options:
+    """What a user may change of a recipe (the Make variables of the same names)."""
+    scale: str
+    epochs: Optional[int] = None  # every run's epochs (a shorter try); the runs go to <out_root>-<N>ep
+    seeds: Optional[str] = None  # "0,1": these seeds instead of the experiments'
+    data: Optional[str] = None  # data root (data.root)
+    stack: bool = True  # false: a cell's seeds one after another (conv nets on a CPU)
+    sgd_sweep: bool = False  # Table 2: SGD at the paper's {0.1, 0.01, 0.001} besides the code's step size
+    row: bool = False  # Table 2: each row in one process, nets of a regime family stacked
+    extra: list[str] = field(default_factory=list)  # further overrides for every run
+
+    def root(self, base: str) -> str:
+        """The out_root of a recipe's runs: ``<base>-<N>ep`` when ``epochs`` is set."""
+        return f"{base}-{self.epochs}ep" if self.epochs else base
+
+    def common(self) -> list[str]:
+        """The overrides every run set of every recipe gets."""
+        out = ["progress=false"]
+        out += [f"data.root={Path(self.data).resolve()}"] if self.data else []
+        out += [f"epochs={self.epochs}"] if self.epochs else []
+        out += [f"seeds=[{self.seeds}]"] if self.seeds else []
+        out += [] if self.stack else ["stack_seeds=false"]
+        return out + list(self.extra)
+
+
+@dataclass
+class Recipe:
+    """What a table runs: ``runs`` (one run.py -m command's overrides each, in order), ``figures``
+    (``python -m`` commands that train what they need themselves), ``reports`` (``python -m``
+    commands rendering the table; ``{command}`` stands for the reproduce command)."""
+    name: str
+    about: str
+    runs: list[list[str]] = field(default_factory=list)
+    figures: list[list[str]] = field(default_factory=list)
+    reports: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class Definition:
+    name: str
+    about: str
+    scales: tuple
+    build: Callable[[Options], Recipe]
+
+
+REGISTRY: dict[str, Definition] = {}
+
+
+def recipe(name: str, scales: tuple, about: str):
+    """Register ``build(options) -> Recipe`` as recipe ``name`` at ``scales`` (the first is the default)."""
+    def register(build):
+        REGISTRY[name] = Definition(name, about, tuple(scales), build)
+        return build
+    return register
+
+
+def build(name: str, options: Options) -> Recipe:
+    d = REGISTRY.get(name)
+    if d is None:
+        raise ConfigError(f"no recipe {name!r}; recipes: {', '.join(sorted(REGISTRY))}")
+    if options.scale not in d.scales:
+        raise ConfigError(f"recipe {name} has no scale {options.scale!r}; its scales: {', '.join(d.scales)}")
+    r = d.build(options)
+    common = options.common()
+    r.runs = [[*rs, *common] for rs in r.runs]
+    return r
+
+
+def _first_point(overrides: list[str]) -> list[str]:
+    """The overrides with each sweep at its first value (to compose the experiment's sweep params)."""
+    out = []
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        out.append(f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}" if o.is_sweep_override()
+                   else o.input_line)
+    return out
+
+
+def sweeper_params(overrides: list[str]) -> dict:
+    """``hydra.sweeper.params`` of the config a run set composes (its +experiment files' sweeps)."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    from gatelab.core.config import CONF_DIR, register
+    from gatelab.core.runs import register_resolver
+    register()
+    register_resolver()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=_first_point(overrides), return_hydra_config=True)
+    return {str(k): str(v) for k, v in (cfg.hydra.sweeper.get("params") or {}).items()}
+
+
+def expand(run_set: list[str]) -> list[list[str]]:
+    """The jobs of ``python run.py -m <run_set>``: each job's overrides."""
+    return job_overrides(list(run_set), sweeper_params(run_set))
+
+
+@dataclass
+class Step:
+    """One job of a wave: its overrides (``train_prerequisites=false``: an earlier wave trains them),
+    the job the planner makes of them, and its runs: (config, directory, state, net-steps left)."""
+    overrides: list[str]
+    job: plan.Job
+    runs: list[tuple]
+
+    @property
+    def steps_left(self) -> int:
+        return sum(left for *_, left in self.runs)
+
+
+def plan_recipe(r: Recipe) -> list[list[Step]]:
+    """Every job of the recipe in waves, checked (:func:`gatelab.launch.plan.check`) before anything
+    trains; raises :class:`ConfigError` on the first bad job."""
+    jobs = [j for rs in r.runs for j in expand(rs)]
+    out = []
+    for wave in plan.waves(jobs, compose):
+        steps = []
+        for overrides in wave:
+            own = [o for o in overrides if o != "train_prerequisites=false"]
+            built = plan.build(compose(own))
+            plan.check(built)
+            steps.append(Step(overrides, built[-1], plan.runs_left(built[-1])))
+        out.append(steps)
+    return out
+
+
+def describe(r: Recipe, waves: list[list[Step]], scale: str, table: Optional[dict] = None) -> str:
+    """The dry run: the waves and their jobs with what is done and what is left, the cost in time on
+    each device of the cost table, then the figure and report commands."""
+    table = costs.load() if table is None else table
+    lines = [f"recipe {r.name} (scale {scale}): {r.about}"]
+    total, n_runs, done = {}, 0, 0
+    for i, wave in enumerate(waves, 1):
+        lines.append(f"wave {i}: {len(wave)} job(s)" + (" (after wave %d)" % (i - 1) if i > 1 else ""))
+        for s in wave:
+            states = sorted({state.split(",")[0] for _, _, state, _ in s.runs})
+            price = costs.price([(c, left) for c, _, _, left in s.runs], table)
+            lines.append(f"  {s.job.name}: {len(s.runs)} run(s) [{', '.join(states)}], "
+                         f"{s.steps_left:,} net-steps left, {costs.words(price, table)}")
+            for k, v in price.items():
+                total[k] = total.get(k, 0.0) + v
+            n_runs += len(s.runs)
+            done += sum(left == 0 for *_, left in s.runs)
+    for f in r.figures:
+        lines.append(f"figure step (trains the runs it needs itself, not priced here): python -m {' '.join(f)}")
+    for rep in r.reports:
+        lines.append("report: python -m " + " ".join(a.replace("{command}", "'<this command>'") for a in rep))
+    steps = sum(s.steps_left for w in waves for s in w)
+    lines.append(f"total: {sum(map(len, waves))} jobs, {n_runs} runs ({done} done), {steps:,} net-steps left: "
+                 f"{costs.words(total, table, long=True)}")
+    return "\n".join(lines)
+
+
+def _call(argv: list[str]) -> int:
+    print("$ " + " ".join(argv), flush=True)
+    return subprocess.run(argv).returncode
+
+
+def run_local(waves: list[list[Step]], jobs: int = 1) -> list[str]:
+    """Train the waves here in order, ``jobs`` processes at a time (one CPU thread each when several);
+    each job is ``python run.py <its overrides>``. Returns the jobs that failed (their dependents
+    then fail in one line, naming them)."""
+    failed = []
+    for wave in waves:
+        argvs = [[sys.executable, str(RUN_PY), *s.overrides, *(["threads=1"] if jobs > 1 else [])] for s in wave]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            codes = list(pool.map(_call, argvs))
+        failed += [s.job.name for s, code in zip(wave, codes) if code != 0]
+    return failed
+
+
+def run_slurm(r: Recipe) -> list[str]:
+    """Each run set through the SLURM launcher (``hydra/launcher=cluster``), in order: each is
+    submitted in waves and waited for, so a later run set finds its prerequisites done."""
+    return [" ".join(rs) for rs in r.runs
+            if _call([sys.executable, str(RUN_PY), "-m", "hydra/launcher=cluster", *rs]) != 0]
+
+
+def run_figures_and_reports(r: Recipe, command: str) -> list[str]:
+    """The figure commands, then the reports (``{command}`` replaced); the ones that failed."""
+    failed = []
+    for argv in r.figures + r.reports:
+        full = [a.replace("{command}", command) for a in argv]
+        if _call([sys.executable, "-m", *full]) != 0:
+            failed.append(" ".join(full))
+    return failed

@@ -1,0 +1,46 @@
+"""Paper 002's recipes: Table 4 (DLN, ReLU, soft-ReLU over beta x eps on CIFAR-10), the figures
+(1-4: Gram spectra and convergence against depth; 7-8: Binary-MNIST gates), experiment 6 (only the
+gates of a CIFAR-10 conv net train; published 56%). ``python -m gatelab reproduce table4 --dry-run``."""
+from __future__ import annotations
+
+from gatelab.launch.recipes import Options, Recipe, recipe
+from gatelab.papers.npf.recipes import CONV_NOTE
+
+
+def _report(runs: str, out: str, *extra: str) -> list[str]:
+    return ["gatelab.papers.dgn", "table4", "--runs", runs, "--out", out, "--command", "{command}", *extra]
+
+
+@recipe("table4", ("paper", "quick", "conv-reduced"),
+        "Table 4 of paper 002: DLN, ReLU and soft-ReLU beta x eps, 5 seeds, CIFAR-10 VCONV")
+def table4(o: Options) -> Recipe:
+    if o.scale == "conv-reduced":  # one GPU's minutes: DLN and ReLU, soft-ReLU beta in {1, 4, 16} at eps=0.1
+        root = "outputs/table4-conv-reduced"
+        note = CONV_NOTE + (f", {o.epochs} epochs" if o.epochs else "")
+        runs = [["+experiment=[table4,conv_reduced]", "regimes=[dln,relu]", f"out_root={root}"],
+                ["+experiment=[table4_soft,conv_reduced]", "regime.beta=1,4,16", "regime.eps=0.1", f"out_root={root}"]]
+        return Recipe("table4", "Table 4, reduced", runs, reports=[_report(
+            root, "outputs/reports/table4-conv-reduced", "--seeds", "3", "--note", note)])
+    quick = o.scale == "quick"
+    root = "outputs/table4-quick" if quick else o.root("outputs/table4")
+    suffix = ",quick_table4" if quick else ""
+    runs = [[f"+experiment=[table4{suffix}]", f"out_root={root}"],
+            [f"+experiment=[table4_soft{suffix}]", f"out_root={root}"]]
+    extra = ["--note", "reduced scale: conf/experiment/quick_table4.yaml"] if quick else []
+    return Recipe("table4", "Table 4 of paper 002", runs, reports=[_report(
+        root, "outputs/reports/table4-quick" if quick else "outputs/reports/table4", *extra)])
+
+
+@recipe("dgn-figures", ("quick", "paper"), "Figures 1-4 and 7-8 of paper 002")
+def dgn_figures(o: Options) -> Recipe:
+    data = [f"data.root={o.data}"] if o.data else []
+    return Recipe("dgn-figures", "paper 002's figures", figures=[
+        ["gatelab.papers.dgn", "figures1-4", "--scale", o.scale, "--out", "outputs/reports/dgn-figures"],
+        ["gatelab.papers.dgn", "figures7-8", "--scale", o.scale, "--runs", f"outputs/dgn7-{o.scale}",
+         "--out", "outputs/reports/dgn-figures", *data]])
+
+
+@recipe("exp6", ("paper",), "Experiment 6 of paper 002: only the gates of a CIFAR-10 VCONV train (published: 56%)")
+def exp6(o: Options) -> Recipe:
+    run = ["dataset=cifar10", "arch=vconv", "regime=gates_only", "optimizer=adam", "epochs=60", "out_root=outputs/exp6"]
+    return Recipe("exp6", "experiment 6", [run])

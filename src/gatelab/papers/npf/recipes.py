@@ -1,0 +1,78 @@
+"""Paper 001's recipes: Table 2 (its six rows, its FC rows, the conv rows at a GPU's reduced scale)
+and Figure 3. ``python -m gatelab reproduce table2 --scale paper --dry-run`` prints every job.
+
+A Table 2 row is ``conf/experiment/table2_<row>.yaml`` (the paper code's epochs and step size, 5
+seeds, its four unsourced regimes as a sweep), then FLNPF from the ReLU runs of the same step size
+and seeds. ``--row``: the whole row in one process, nets of a regime family stacked.
+"""
+from __future__ import annotations
+
+from gatelab.launch.recipes import Options, Recipe, recipe
+
+ROWS = ("fc_sgd", "fc_adam", "vconv_sgd", "vconv_adam", "gconv_sgd", "gconv_adam")
+REGIMES = "regimes=[relu,frnpf_ii,frnpf_di,dlnpf,flnpf]"
+QUICK = {"fc": "quick_fc", "vconv": "quick_conv", "gconv": "quick_conv"}  # 2-core CPU scale of each row
+CONV_NOTE = ("REDUCED SCALE, not the paper's: conf/experiment/conv_reduced.yaml (first 10,000/2,000 CIFAR-10 "
+             "images, 3 seeds, bf16)")
+
+
+def _experiments(row: str, o: Options, reduced: str = "", sweep: bool = True) -> str:
+    names = [f"table2_{row}"] + (["sgd_sweep"] if sweep and o.sgd_sweep and "sgd" in row else []) + \
+        ([reduced] if reduced else [])
+    return f"+experiment=[{','.join(names)}]"
+
+
+def row_runs(row: str, out_root: str, o: Options, reduced: str = "") -> list[list[str]]:
+    """One Table 2 row: its four unsourced regimes (a sweep), then FLNPF; or, with ``o.row``, one process."""
+    if o.row:
+        lrs = ["lrs=[0.1,0.01,0.001]"] if o.sgd_sweep and "sgd" in row else []
+        return [[_experiments(row, o, reduced, sweep=False), REGIMES, *lrs, f"out_root={out_root}"]]
+    exp = _experiments(row, o, reduced)
+    return [[exp, f"out_root={out_root}"], [exp, "regime=flnpf", f"out_root={out_root}"]]
+
+
+def _table2_report(runs: str, out: str, *extra: str) -> list[str]:
+    return ["gatelab.papers.npf", "table2", "--runs", runs, "--out", out, "--command", "{command}", *extra]
+
+
+@recipe("table2", ("paper", "quick", "conv-reduced"),
+        "Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds, the paper code's epochs and step sizes")
+def table2(o: Options) -> Recipe:
+    if o.scale == "conv-reduced":  # one GPU's minutes: the GCONV and VCONV Adam rows, each in one process
+        root = "outputs/table2-conv-reduced"  # the device check's report reads it whatever the epochs
+        note = CONV_NOTE + (f", {o.epochs} epochs" if o.epochs else "")
+        runs = [[_experiments(r, o, "conv_reduced", sweep=False), REGIMES, f"out_root={root}"]
+                for r in ("gconv_adam", "vconv_adam")]
+        return Recipe("table2", "Table 2's conv Adam rows, reduced", runs, reports=[_table2_report(
+            root, "outputs/reports/table2-conv-reduced", "--arch", "gconv", "vconv", "--seeds", "3", "--note", note)])
+    quick = o.scale == "quick"
+    root = "outputs/table2-quick" if quick else o.root("outputs/table2")
+    runs = [rs for row in ROWS for rs in row_runs(row, root, o, QUICK[row.split("_")[0]] if quick else "")]
+    out = "outputs/reports/table2-quick" if quick else "outputs/reports/table2"
+    extra = ["--note", "reduced scale: conf/experiment/quick_fc.yaml, quick_conv.yaml"] if quick else []
+    return Recipe("table2", "Table 2 of paper 001", runs, reports=[_table2_report(root, out, *extra)])
+
+
+@recipe("table2-mnist", ("paper", "full"), "Table 2's two FC/MNIST rows (full: the code's lengths, Adam 1e-4 and 3e-4)")
+def table2_mnist(o: Options) -> Recipe:
+    if o.scale == "paper":
+        root = o.root("outputs/table2")
+        runs = row_runs("fc_sgd", root, o) + row_runs("fc_adam", root, o)
+        return Recipe("table2-mnist", "Table 2's FC rows", runs, reports=[_table2_report(
+            root, "outputs/reports/table2-mnist", "--arch", "fc")])
+    root = "outputs/table2-mnist-full"  # SGD 0.01 300 epochs, Adam 100 epochs at 1e-4 (code) and 3e-4 (paper)
+    adam3 = [[_experiments("fc_adam", o), "optimizer.lr=3e-4", f"out_root={root}"],
+             [_experiments("fc_adam", o), "optimizer.lr=3e-4", "regime=flnpf", f"out_root={root}"]]
+    runs = row_runs("fc_adam", root, o) + adam3 + row_runs("fc_sgd", root, o)
+    out = "outputs/reports/table2-mnist-full"
+    return Recipe("table2-mnist", "Table 2's FC rows at the code's lengths", runs, reports=[
+        _table2_report(root, out, "--arch", "fc", "--lr", "adam=1e-4"),
+        _table2_report(root, f"{out}/adam3e-4", "--arch", "fc", "--lr", "adam=3e-4")])
+
+
+@recipe("figure3", ("quick", "paper"), "Figure 3 of paper 001: NPF learning (left), nu_t (middle), NTK blocks (right)")
+def figure3(o: Options) -> Recipe:
+    data = [f"data.root={o.data}"] if o.data else []
+    return Recipe("figure3", "Figure 3 equivalents", figures=[[
+        "gatelab.papers.npf", "figure3", "--scale", o.scale, "--runs", f"outputs/figure3-{o.scale}",
+        "--out", "outputs/reports/figure3", *data]])

@@ -1,0 +1,117 @@
+"""``python -m gatelab reproduce <recipe> [--scale S] [--dry-run] [--jobs N | --slurm] [overrides ...]``:
+a whole paper table from its recipe (:mod:`gatelab.launch.recipes`). Every job is planned and
+checked before anything trains; ``--dry-run`` prints the jobs in waves with what is done and the
+cost in time on each measured device, and trains nothing. Without it the waves train here (``--jobs
+N`` at a time) or on SLURM (``--slurm``), then the report is rendered with the command that made it.
+
+``python -m gatelab recipes`` lists the recipes and their scales (``--markdown``: with each one's cost,
+the README's table). A recipe lives beside its paper in ``gatelab/papers/<paper>/recipes.py`` and is
+found by name: a fifth paper adds its package, its recipes file and a Make line.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import shlex
+import sys
+import time
+
+from gatelab.core.config import ConfigError
+from gatelab.data.datasets import DataNotFoundError
+from gatelab.launch import costs, recipes
+from gatelab.launch.recipes import Options
+
+
+def discover() -> dict:
+    """Import every paper's ``recipes`` module; the registry of recipes by name."""
+    import gatelab.papers as papers
+    for m in pkgutil.iter_modules(papers.__path__):
+        if m.ispkg and importlib.util.find_spec(f"gatelab.papers.{m.name}.recipes") is not None:
+            importlib.import_module(f"gatelab.papers.{m.name}.recipes")
+    return recipes.REGISTRY
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m gatelab", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    rp = sub.add_parser("reproduce", help="plan, price, run and report one recipe")
+    rp.add_argument("recipe")
+    rp.add_argument("--scale", default=None, help="one of the recipe's scales (default: its first)")
+    rp.add_argument("--dry-run", action="store_true", help="print the jobs in waves and their cost; train nothing")
+    rp.add_argument("--jobs", type=int, default=1, help="jobs at once on this machine (one CPU thread each)")
+    rp.add_argument("--slurm", action="store_true", help="submit each run set to SLURM (hydra/launcher=cluster)")
+    rp.add_argument("--report-only", action="store_true", help="render the report from the runs on disk")
+    rp.add_argument("--epochs", type=int, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
+    rp.add_argument("--seeds", default=None, help="these seeds (e.g. 0,1) instead of the experiments'")
+    rp.add_argument("--data", default=None, help="data root (default: data.root's, $GATELAB_DATA)")
+    rp.add_argument("--no-stack", action="store_true", help="a cell's seeds one after another (conv nets on a CPU)")
+    rp.add_argument("--sgd-sweep", action="store_true", help="Table 2: SGD also at {0.1, 0.01, 0.001}")
+    rp.add_argument("--row", action="store_true", help="Table 2: each row in one process")
+    rp.add_argument("overrides", nargs="*", help="further config overrides for every run (key=value)")
+    ls = sub.add_parser("recipes", help="the recipes and their scales")
+    ls.add_argument("--markdown", action="store_true", help="a Markdown table with each recipe's cost (plans each)")
+    ls.add_argument("--data", default=None)
+    return ap
+
+
+def _options(args) -> Options:
+    return Options(args.scale, args.epochs, args.seeds, args.data, not args.no_stack, args.sgd_sweep, args.row,
+                   list(args.overrides))
+
+
+def reproduce(args) -> int:
+    registry = discover()
+    d = registry.get(args.recipe)
+    args.scale = args.scale or (d.scales[0] if d else None)
+    command = "python -m gatelab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    t0 = time.time()
+    r = recipes.build(args.recipe, _options(args))
+    if args.report_only:
+        return 1 if recipes.run_figures_and_reports(recipes.Recipe(r.name, r.about, reports=r.reports), command) else 0
+    waves = recipes.plan_recipe(r)
+    print(recipes.describe(r, waves, args.scale) + f"\n(planned in {time.time() - t0:.1f} s)", flush=True)
+    if args.dry_run:
+        return 0
+    failed = recipes.run_slurm(r) if args.slurm else recipes.run_local(waves, args.jobs)
+    failed += recipes.run_figures_and_reports(r, command)
+    for f in failed:
+        print(f"failed: {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def listing(args) -> int:
+    registry = discover()
+    if not args.markdown:
+        for name, d in sorted(registry.items()):
+            print(f"{name:18s} scales: {', '.join(d.scales):28s} {d.about}")
+        return 0
+    table = costs.load()
+    head = " | ".join(e.get("label", k) for k, e in table.items())
+    print(f"| `make` target | scale | runs | jobs | net-steps | {head} |\n|---|---|---|---|---|" + "---|" * len(table))
+    for name, d in sorted(registry.items()):
+        for scale in d.scales:
+            r = recipes.build(name, Options(scale, data=args.data))
+            waves = recipes.plan_recipe(r)
+            steps = [s for w in waves for s in w]
+            price = costs.price([(c, left) for s in steps for c, _, _, left in s.runs], table)
+            cells = " | ".join("—" if v is None else costs.duration(v) for v in price.values())
+            runs = sum(len(s.runs) for s in steps)
+            trains = " (+ figure steps)" if r.figures else ""
+            print(f"| {name} | {scale} | {runs}{trains} | {len(steps)} | {sum(s.steps_left for s in steps):,} | {cells} |")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = _parser()
+    args, rest = ap.parse_known_args(argv)  # overrides may follow the options (make's EXTRA, the device check's)
+    bad = [a for a in rest if a.startswith("-") or "=" not in a]
+    if bad or (rest and args.command != "reproduce"):
+        ap.error(f"unrecognized arguments: {' '.join(bad or rest)}")
+    if rest:
+        args.overrides = [*args.overrides, *rest]
+    try:
+        return reproduce(args) if args.command == "reproduce" else listing(args)
+    except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
+        print(f"gatelab: {e}", file=sys.stderr)
+        return 2

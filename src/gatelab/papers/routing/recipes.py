@@ -1,0 +1,52 @@
+"""Paper 003's recipes: the gated routing networks (the K sweep of the linear net, the gain sweep,
+the leaky net, the rotated-input sweeps on MNIST and CIFAR-10), what moves the zero-shot threshold
+(isolation), and the toy task's figures. ``python -m gatelab reproduce routing --dry-run``."""
+from __future__ import annotations
+
+from gatelab.launch.recipes import Options, Recipe, recipe
+
+CIFAR_REDUCED = ["dataset.limit_train=5000", "dataset.limit_test=1000"]  # h=128 as MNIST: h=1024 is 96 s an epoch here
+
+
+def _sweeps(exp: str, cifar: list[str], gain_k: list[str]) -> list[list[str]]:
+    """The K sweep (linear), the gain sweep (at K=gain_k when given, else routing_gain's K=5), the
+    leaky net, the rotated-input K sweeps on MNIST and CIFAR-10."""
+    return [[f"+experiment={exp}"], [f"+experiment=[{exp},routing_gain]", *gain_k],
+            [f"+experiment={exp}", "regime=leaky"], [f"+experiment={exp}", "dataset=routing_mnist_rot"],
+            [f"+experiment={exp}", "dataset=routing_cifar_rot", *cifar]]
+
+
+@recipe("routing", ("reduced", "paper"), "Paper 003's routing nets: K, gain, leaky and rotated-input sweeps")
+def routing(o: Options) -> Recipe:
+    if o.scale == "reduced":  # MNIST 6000/1000, M=20, 15 epochs, 3 seeds
+        root, runs = "outputs/routing-reduced", _sweeps("routing_reduced", CIFAR_REDUCED, [])
+        # small gains leave their plateau later (about 1/gain for a 3-layer linear net): again at 100 epochs
+        runs += [["+experiment=[routing_reduced,routing_gain]", "arch.init_gain=0.01,0.1", "epochs=100"]]
+    else:  # M=40 and 100, 1000 epochs, 10 seeds (a GPU cluster)
+        root, runs = "outputs/routing-paper", _sweeps("routing_paper", ["arch.dense=[1024]"], ["dataset.routing.K=10"])
+        runs += [["+experiment=routing_paper", "dataset.routing.M=100", "dataset.routing.K=10,20,30,40,50,60,70,80,90"]]
+    runs = [[*rs, f"out_root={root}"] for rs in runs]
+    return Recipe("routing", "paper 003", runs, reports=[[
+        "gatelab.papers.routing", "table", "--runs", root, "--out", f"outputs/reports/{root.split('/')[-1]}",
+        "--command", "{command}"]])
+
+
+@recipe("routing-isolation", ("reduced",),
+        "What moves the linear net's zero-shot threshold: M, epochs, images, step size one at a time, then M=40 with more images")
+def routing_isolation(o: Options) -> Recipe:
+    root = "outputs/routing-isolation"
+    variants = [[], ["dataset.limit_train=2000"], ["optimizer.lr=3e-3"], ["epochs=30"]]
+    runs = [["dataset.routing.K=8,10", *v] for v in variants]
+    runs += [["dataset.routing.M=40", "dataset.routing.K=16,20"],
+             ["dataset.routing.M=40", "dataset.routing.K=16,20", "dataset.limit_train=12000"],
+             ["dataset.routing.M=40", "dataset.routing.K=16", "dataset.limit_train=18000"]]
+    runs = [["+experiment=routing_reduced", *rs, f"out_root={root}"] for rs in runs]
+    return Recipe("routing-isolation", "zero-shot threshold isolation", runs, reports=[[
+        "gatelab.papers.routing", "isolation", "--runs", root, "--out", "outputs/reports/routing-isolation",
+        "--command", "{command}"]])
+
+
+@recipe("routing-toy", ("paper",), "Paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)")
+def routing_toy(o: Options) -> Recipe:
+    return Recipe("routing-toy", "toy figures", figures=[["gatelab.papers.routing", "toy", "--out",
+                                                          "outputs/reports/routing-toy"]])
