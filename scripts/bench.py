@@ -39,7 +39,6 @@ CASES = [  # (name, overrides, in_shape, train examples per epoch)
     ("vconv/cifar10 relu", ["dataset=cifar10", "arch=vconv", "regime=relu"], (3, 32, 32), 50000),
     ("vconv/cifar10 dlnpf", ["dataset=cifar10", "arch=vconv", "regime=dlnpf"], (3, 32, 32), 50000),
 ]
-T2_ROWS = ("fc_sgd", "fc_adam", "vconv_sgd", "vconv_adam", "gconv_sgd", "gconv_adam")
 
 
 ROW_LRS = (0.1, 0.01, 0.001)  # a Table 2 SGD row's step sizes (paper §6.1)
@@ -99,27 +98,19 @@ def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int =
     return (time.perf_counter() - t) / steps
 
 
-def projection(per_epoch: dict) -> list[str]:
-    """GPU-hours of the tables from the measured seconds per epoch per net (batched path) and the
-    experiments' epochs, seeds and regimes (conf/experiment); DLNPF at its own cost, the other
-    regimes at ReLU's."""
+def projection(per_step: dict) -> list[str]:
+    """Device-hours of Table 2 and Table 4 at paper scale, priced by their recipes
+    (:mod:`gatelab.launch.recipes`) with the seconds per net-step measured here (batched path)."""
+    from gatelab.launch import costs, recipes
+    from gatelab.papers.reproduce import discover
+    discover()
     lines = []
-    t2 = 0.0
-    for row in T2_ROWS:
-        arch = row.split("_")[0]
-        relu, dl = per_epoch.get(f"{arch}/relu"), per_epoch.get(f"{arch}/dlnpf")
-        if relu is None or dl is None:
-            return [f"projection: {arch} not measured (--cases)"]
-        cfg = compose([f"+experiment=table2_{row}"])
-        seeds, epochs = len(cfg.seeds), cfg.epochs
-        t2 += seeds * epochs * (4 * relu + dl)  # frnpf_ii, frnpf_di, flnpf, relu at ReLU's cost; dlnpf
-    lines.append(f"projection: Table 2 (6 rows x 5 regimes x 5 seeds, the code's epochs): {t2 / 3600:.2f} h")
-    v, vd = per_epoch.get("vconv/relu"), per_epoch.get("vconv/dlnpf")
-    cfg = compose(["+experiment=table4"])
-    t4 = len(cfg.seeds) * cfg.epochs * (2 * v + 16 * vd)  # DLN, ReLU; soft-ReLU 8 betas x 2 eps (soft gates)
-    lines.append(f"projection: Table 4 (DLN, ReLU, 16 soft-ReLU, {len(cfg.seeds)} seeds, {cfg.epochs} epochs): "
-                 f"{t4 / 3600:.2f} h")
-    lines.append("projection: routing-paper: see scripts/device_check.sh (routing nets are not among these cases)")
+    for name in ("table2", "table4"):
+        r = recipes.build(name, recipes.Options("paper"))
+        runs = [(c, left) for w in recipes.plan_recipe(r, check=False) for s in w for c, _, _, left in s.runs]
+        seconds = costs.price(runs, {"here": per_step})["here"]
+        lines.append(f"projection: {name} at paper scale (its recipe's {len(runs)} runs): " +
+                     ("not measured here (--cases)" if seconds is None else f"{seconds / 3600:.2f} h"))
     return lines
 
 
@@ -129,13 +120,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--cases", nargs="*", default=None, help="only the cases whose name contains one of these")
+    ap.add_argument("--record", metavar="DEVICE", default=None,
+                    help="write the batched seconds per net-step into conf/costs.yaml as DEVICE's entry (e.g. h100)")
     args = ap.parse_args()
     device = resolve_device(args.device)
     print(f"device: {device_name(device)}; batch 32; seconds per epoch per net, extrapolated from timed steps; "
           f"row: {args.seeds} seeds x SGD step sizes {ROW_LRS}, stacked")
     print(f"{'case':22s} {'plain':>9s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s} "
           f"{'vs plain':>9s} {f'row {len(ROW_LRS) * args.seeds} nets':>13s} {'speed-up':>9s}")
-    ratio_fc, per_epoch_net = None, {}
+    ratio_fc, per_step = None, {}
     for case, overrides, in_shape, n_train in CASES:
         if args.cases and not any(c in case for c in args.cases):
             continue
@@ -152,11 +145,17 @@ def main() -> None:
         print(f"{case:22s} {plain * per_epoch:9.2f} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} "
               f"{ratio:8.2f}x {plain / batched:8.2f}x {row * per_epoch:13.2f} {single / row:8.2f}x", flush=True)
         name, regime = case.split("/")[0], case.split()[-1]
-        per_epoch_net[f"{name}/{regime}"] = batched * per_epoch
+        per_step[name if regime == "relu" else f"{name}/{regime}"] = batched
         if case == "fc/mnist relu":
             ratio_fc = ratio
-    for line in projection(per_epoch_net):
+    for line in projection(per_step):
         print(line)
+    if args.record:
+        from gatelab.launch import costs
+        costs.record(args.record, args.record.upper() if device.type == "cuda" else "CPU",
+                     f"scripts/bench.py on {device_name(device)}, {time.strftime('%Y-%m-%d')}, {args.seeds} seeds "
+                     "stacked, batch 32" + (" (--quick)" if args.quick else ""), per_step)
+        print(f"recorded as {args.record} in {costs.TABLE}")
     if ratio_fc is not None:
         print(f"speed-up fc/mnist {args.seeds} seeds: {ratio_fc:.2f}")
 

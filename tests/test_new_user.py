@@ -101,3 +101,38 @@ def test_help_lists_the_groups_the_keys_and_examples():
     for text in ("== Config groups", "regime: dln, dlnpf, flnpf", "== Main keys ==", "checkpoint_minutes",
                  "python run.py regime=flnpf arch=gconv", "--dry-run"):
         assert text in p.stdout, text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args, words", [
+    (["+epochz=5", "--dry-run"], "unknown key epochz (did you mean epochs?)"),
+    (["+optimizer.lrr=0.1"], "unknown key optimizer.lrr (did you mean optimizer.lr?)"),
+    (["regime=flnpff"], "regime=flnpff: conf/regime has no option flnpff (did you mean flnpf?); options: dln, "),
+    (["-m", "regime=relu,flnpff"], "conf/regime has no option flnpff (did you mean flnpf?)"),
+    (["+experiment=[table2_fc_sgd,quick_fcc]"], "conf/experiment has no option quick_fcc (did you mean quick_fc?)")])
+def test_a_misspelled_key_or_option_is_one_line_exit_2_and_writes_nothing(tiny_root, tmp_path, args, words):
+    p = _run(*args, f"data.root={tiny_root}", cwd=tmp_path)
+    out = (p.stdout + p.stderr).strip()
+    assert p.returncode == 2 and words in out and len(out.splitlines()) == 1, out[-2000:]
+    assert list(tmp_path.iterdir()) == []  # no run folder, no outputs/multirun.yaml
+
+
+@pytest.mark.slow
+def test_offline_without_data_is_one_line_before_any_run_folder_and_leaves_no_partial_download(tmp_path):
+    """No data and no network (a proxy that refuses): one line naming the file it expected, that the
+    download failed and why, and the two fixes; exit 2; no run folder; nothing half-downloaded."""
+    import os
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    refuse = "http://127.0.0.1:9"
+    env = {k: v for k, v in os.environ.items() if k != "GATELAB_DATA"}
+    env.update(HOME=str(home), http_proxy=refuse, https_proxy=refuse, HTTP_PROXY=refuse, HTTPS_PROXY=refuse)
+    p = subprocess.run([sys.executable, str(ROOT / "run.py"), "epochs=1"], capture_output=True, text=True,
+                       timeout=300, cwd=work, env=env)
+    out = (p.stdout + p.stderr).strip()
+    assert p.returncode == 2 and len(out.splitlines()) == 1 and "Traceback" not in out, out[-2000:]
+    expected = home / ".cache" / "gatelab" / "mnist.npz"
+    assert f"{expected} not found, and downloading it failed (" in out
+    assert "data.root=<dir>" in out and "GATELAB_DATA" in out and "internet" in out
+    assert list(work.iterdir()) == [] and list(home.rglob("*")) == []

@@ -11,7 +11,8 @@ from conftest import make_cfg
 from gatelab.analyses import neurons, pruning
 from gatelab.core import checkpoints
 from gatelab.data import datasets as data_mod
-from gatelab.core.config import ConfigError, validate
+from gatelab.core.config import ConfigError
+from gatelab.core.validation import validate
 from gatelab.core.runs import run_dir
 from gatelab.launch.plan import run_seeds
 from gatelab.training.loop import train

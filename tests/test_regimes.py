@@ -9,7 +9,8 @@ from gatelab.analyses import kernels
 from gatelab.core import checkpoints
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
-from gatelab.core.config import ConfigError, validate
+from gatelab.core.config import ConfigError
+from gatelab.core.validation import validate
 from gatelab.training.loop import train
 from gatelab.training.metrics import objective
 from gatelab.training.stacking import make_optimizer

@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 from conftest import make_cfg, reassociation_tol
 from gatelab.data import routing_tasks
 from gatelab.nets import routing
-from gatelab.core.config import ConfigError, validate
+from gatelab.core.config import ConfigError
+from gatelab.core.validation import validate
 from gatelab.core.runs import seed_run_dirs
 from gatelab.launch.plan import run_seeds
 from gatelab.training.loop import train

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from conftest import CONF, ROOT, TINY_ARCH, make_cfg
-from gatelab.core.config import ConfigError, validate
+from gatelab.core.config import ConfigError
+from gatelab.core.validation import validate
 from gatelab.data.datasets import DataNotFoundError
 from gatelab.training.loop import train
 
@@ -88,7 +89,7 @@ def test_missing_data_is_a_clear_error_recorded_as_failed(tmp_path, monkeypatch)
     monkeypatch.setattr(data_mod, "_download", offline)
     empty = tmp_path / "empty"
     cfg = make_cfg(["dataset=cifar10"], empty, tmp_path / "run")
-    with pytest.raises(DataNotFoundError, match=r"cifar10\.npz.*data\.root.*GATELAB_DATA.*no network"):
+    with pytest.raises(DataNotFoundError, match=r"cifar10\.npz not found.*no network.*data\.root.*GATELAB_DATA"):
         train(cfg, tmp_path / "run")
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
     assert saved["status"] == "failed" and "cifar10.npz" in saved["error"]
@@ -171,8 +172,8 @@ def test_cli_runs_and_writes_results(tiny_root, tmp_path):
 
 
 @pytest.mark.parametrize("args,needle,code", [
-    (["regime=nope"], "regime", 1),
-    (["nonsense_key=1"], "nonsense_key", 1),
+    (["regime=nope"], "conf/regime has no option nope", 2),
+    (["nonsense_key=1"], "unknown key nonsense_key", 2),
     (["regime=flnpf", "regime.source=null"], "regime.source", 2),
     (["regime=flnpf", "regime.source=/does/not/exist"], "checkpoint not found: /does/not/exist", 2),
     (["dataset=cifar10", "data.download=false"], "cifar10.npz", 2),

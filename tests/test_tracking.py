@@ -44,3 +44,49 @@ def test_wandb_offline_really_runs_without_network(cfg_factory, tmp_path, monkey
     res = train(cfg_factory("logger=wandb", "epochs=1"), tmp_path / "run")
     assert res["status"] == "completed" and time.time() - t < 90
     assert list((tmp_path / "run" / "wandb").glob("offline-run-*"))
+
+
+def _stacked_killed_then_resumed(cfg_factory, tmp_path, monkeypatch, *over):
+    """seeds=[0,1], 3 epochs, killed after net 0's epoch-2 checkpoint (net 1's is epoch 1), then resumed."""
+    from conftest import Killed, kill_after_writes
+    from gatelab.core.runs import seed_run_dirs
+    from gatelab.training.loop import train_seeds
+    cfg = cfg_factory("logger=wandb", "epochs=3", "seeds=[0,1]", "checkpoint_minutes=0", f"out_root={tmp_path}", *over)
+    restore = kill_after_writes(monkeypatch, 3)
+    with pytest.raises(Killed):
+        train_seeds(cfg, seed_run_dirs(cfg))
+    restore()
+    return train_seeds(cfg, seed_run_dirs(cfg)), seed_run_dirs(cfg)
+
+
+def test_wandb_gets_one_run_per_stacked_net_resumed_into_the_same_run(cfg_factory, tmp_path, monkeypatch):
+    """Stacked seeds: one wandb run each (a second init must not finish the first: reinit=create_new),
+    and after a kill each net's resumed attempt continues its wandb run (id = run key) from its
+    resume point, with the final summary."""
+    runs = []
+    fake = types.SimpleNamespace(init=lambda **kw: runs.append(FakeRun(**kw)) or runs[-1])
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    res, dirs = _stacked_killed_then_resumed(cfg_factory, tmp_path, monkeypatch)
+    assert [r.init["name"] for r in runs] == ["seed0", "seed1", "seed0", "seed1"]
+    assert all(r.init["reinit"] == "create_new" and r.init["resume"] == "allow" for r in runs)
+    first, second = runs[:2], runs[2:]
+    for s, (a, b) in enumerate(zip(first, second)):
+        assert a.init["id"] == b.init["id"] == dirs[s].name.rsplit("-", 1)[1]
+        assert a.exit_code == 1 and b.exit_code == 0 and b.summary["status"] == "completed"
+        assert b.summary["best_test_acc"] == res[s]["best_test_acc"]
+    assert [step for step, _ in first[0].logged] == [1, 2] and [step for step, _ in first[1].logged] == [1, 2]
+    # both nets resume from epoch 1 (the point they share): epochs 2 and 3 are logged again
+    assert [step for step, _ in second[0].logged] == [2, 3] == [step for step, _ in second[1].logged]
+    assert second[1].logged[-1][1]["test_acc"] == res[1]["history"][-1]["test_acc"]
+
+
+def test_wandb_offline_stacked_and_resumed_with_the_real_package(cfg_factory, tmp_path, monkeypatch):
+    """The case that crashed with wandb 0.31 (`Run ... is finished`): a stacked job with the real
+    wandb in offline mode, killed and resumed; every attempt of a net writes under its run key."""
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    res, dirs = _stacked_killed_then_resumed(cfg_factory, tmp_path, monkeypatch, "logger.mode=offline")
+    for s, d in dirs.items():
+        assert res[s]["status"] == "completed"
+        attempts = sorted((d / "wandb").glob("offline-run-*"))  # offline-run-<time>-<id>[-<n>], one per attempt
+        assert len(attempts) == 2 and {p.name.split("-")[3] for p in attempts} == {d.name.rsplit("-", 1)[1]}

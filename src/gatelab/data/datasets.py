@@ -9,6 +9,8 @@ and code). ``dataset.grayscale`` stores float luma; ``dataset.class_groups`` mer
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -43,19 +45,28 @@ def _atomic_savez(path: Path, arrays: dict) -> None:
 
 
 def _download(source: str, path: Path) -> None:
-    """Build the cache file from a torchvision download (needs internet)."""
+    """Build the cache file from a torchvision download (needs internet). The raw files go to a
+    temporary folder beside it, removed whatever happens: a failed download leaves nothing behind."""
     import torchvision
 
     cls = getattr(torchvision.datasets, _TORCHVISION[source])
-    raw = path.parent / "torchvision"
-    arrays = {}
-    for split, train in (("train", True), ("test", False)):
-        ds = cls(str(raw), train=train, download=True)
-        x = ds.data.numpy() if torch.is_tensor(ds.data) else np.asarray(ds.data)
-        y = ds.targets.numpy() if torch.is_tensor(ds.targets) else np.asarray(ds.targets)
-        arrays[f"x_{split}"] = x.astype(np.uint8)
-        arrays[f"y_{split}"] = y.astype(np.uint8)
-    _atomic_savez(path, arrays)
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = Path(tempfile.mkdtemp(prefix=f".torchvision-{source}-", dir=path.parent))
+    try:
+        arrays = {}
+        for split, train in (("train", True), ("test", False)):
+            ds = cls(str(raw), train=train, download=True)
+            x = ds.data.numpy() if torch.is_tensor(ds.data) else np.asarray(ds.data)
+            y = ds.targets.numpy() if torch.is_tensor(ds.targets) else np.asarray(ds.targets)
+            arrays[f"x_{split}"] = x.astype(np.uint8)
+            arrays[f"y_{split}"] = y.astype(np.uint8)
+        _atomic_savez(path, arrays)
+    finally:
+        shutil.rmtree(raw, ignore_errors=True)
+        for p in made:  # the folders this download created, where it left them empty
+            if p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
 
 
 def _missing_hint(path: Path) -> str:
@@ -64,24 +75,37 @@ def _missing_hint(path: Path) -> str:
             f"(e.g. ../shared/data), or run once with internet access so torchvision can download it.")
 
 
+def _fetch(source: str, path: Path) -> None:
+    """Download the cache file, or raise :class:`DataNotFoundError` in one line: where the file was
+    expected, that the download failed and why, and the two ways to fix it."""
+    try:
+        _download(source, path)
+    except Exception as e:  # noqa: BLE001 - no internet, no torchvision, a full disk...
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()] or [""]
+        why = lines[0].rstrip(":") + (f": {lines[-1]}" if len(lines) > 1 else "")  # what failed, and the last cause
+        raise DataNotFoundError(
+            f"{path} not found, and downloading it failed ({type(e).__name__}: {why}). Either point data.root=<dir> "
+            f"or ${ENV_ROOT} at a directory holding {path.name}, or run once with internet access.") from None
+
+
 def check_available(source: str, root: Optional[str] = None, download: bool = True) -> None:
-    """Raise :class:`DataNotFoundError` now where :func:`load_arrays` would (no file, no download)."""
+    """Make sure ``<root>/<source>.npz`` is there before anything trains: download it now if allowed,
+    else raise :class:`DataNotFoundError`."""
     path = cache_path(source, root)
-    if not path.is_file() and not download:
+    if path.is_file():
+        return
+    if not download:
         raise DataNotFoundError(_missing_hint(path))
+    _fetch(source, path)
 
 
 def load_arrays(source: str, root: Optional[str] = None, download: bool = True) -> dict:
     """The four uint8 arrays of ``<root>/<source>.npz``, downloading the file on first use."""
     path = cache_path(source, root)
     if not path.is_file():
-        hint = _missing_hint(path)
         if not download:
-            raise DataNotFoundError(hint)
-        try:
-            _download(source, path)
-        except Exception as e:  # no internet, no torchvision, full disk...
-            raise DataNotFoundError(f"{hint} The download failed: {type(e).__name__}: {e}") from None
+            raise DataNotFoundError(_missing_hint(path))
+        _fetch(source, path)
     with np.load(path) as f:
         missing = [k for k in KEYS if k not in f.files]
         if missing:

@@ -21,27 +21,44 @@ def load(path: Path = TABLE) -> dict:
 
 def key(cfg) -> str:
     """The cost table's name for a run's network: its architecture; an FC net of one hidden layer
-    (paper 004's) is ``fc-1-hidden``."""
+    (paper 004's) is ``fc-1-hidden``. ``<key>/<regime>`` entries (``vconv/dlnpf``: two nets a step)
+    take precedence over ``<key>``."""
     name = str(cfg.arch.name)
     if name == "fc" and len(cfg.arch.get("dense") or []) == 1:
         return "fc-1-hidden"
     return name
 
 
+def per_step(entry: dict, cfg) -> Optional[float]:
+    """Seconds per net-step of run ``cfg`` on the device of ``entry``; None: not measured there."""
+    return entry.get(f"{key(cfg)}/{cfg.regime.name}", entry.get(key(cfg)))
+
+
 def price(items, table: dict) -> dict[str, Optional[float]]:
-    """Seconds on each device of ``table`` for ``items`` [(config, net-steps)]; None where an
-    architecture of them has no measured entry for that device (and net-steps are left)."""
+    """Seconds on each device of ``table`` for ``items`` [(config, net-steps)]; None where a network
+    of them has no measured entry for that device (and net-steps are left)."""
     out = {}
     for device, entry in table.items():
         total = 0.0
         for cfg, steps in items:
-            per = entry.get(key(cfg))
+            per = per_step(entry, cfg)
             if steps and per is None:
                 total = None
                 break
             total += steps * (per or 0.0)
         out[device] = total
     return out
+
+
+def record(device: str, label: str, source: str, measured: dict, path: Path = TABLE) -> None:
+    """Write ``measured`` {key: seconds per net-step} as ``device``'s entry of the cost table (its
+    other entries and the file's opening comment kept)."""
+    text = Path(path).read_text()
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    table = load(path)
+    table[device] = {**(table.get(device) or {}), "label": label, "source": source,
+                     **{k: float(f"{v:.3g}") for k, v in measured.items()}}
+    Path(path).write_text(header + yaml.safe_dump(table, sort_keys=False, width=120))
 
 
 def duration(seconds: float) -> str:

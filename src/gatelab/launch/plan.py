@@ -24,7 +24,8 @@ from omegaconf import OmegaConf
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
-from gatelab.core.config import ConfigError, precision_of, validate
+from gatelab.core.config import ConfigError, precision_of
+from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, read_results, trainer_of
 from gatelab.core.runs import job_config, run_dir
 from gatelab.data import datasets as data_mod

@@ -142,17 +142,25 @@ class Step:
         return sum(left for *_, left in self.runs)
 
 
-def plan_recipe(r: Recipe) -> list[list[Step]]:
-    """Every job of the recipe in waves, checked (:func:`gatelab.launch.plan.check`) before anything
-    trains; raises :class:`ConfigError` on the first bad job."""
+def plan_recipe(r: Recipe, check: bool = True) -> list[list[Step]]:
+    """Every job of the recipe in waves, checked (:func:`gatelab.launch.plan.check`: configs, devices,
+    FLNPF sources, data files) before anything trains; raises :class:`ConfigError` on the first bad
+    job. ``check=False``: compose and validate only (pricing without the data at hand)."""
     jobs = [j for rs in r.runs for j in expand(rs)]
+    composed: dict[tuple, object] = {}
+
+    def load(overrides: list[str]):  # each job's config composed once
+        key = tuple(o for o in overrides if o != "train_prerequisites=false")
+        if key not in composed:
+            composed[key] = compose(list(key))
+        return composed[key]
     out = []
-    for wave in plan.waves(jobs, compose):
+    for wave in plan.waves(jobs, load):
         steps = []
         for overrides in wave:
-            own = [o for o in overrides if o != "train_prerequisites=false"]
-            built = plan.build(compose(own))
-            plan.check(built)
+            built = plan.build(load(overrides))
+            if check:
+                plan.check(built)
             steps.append(Step(overrides, built[-1], plan.runs_left(built[-1])))
         out.append(steps)
     return out

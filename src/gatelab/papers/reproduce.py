@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import shlex
 import sys
 import time
@@ -80,6 +81,18 @@ def reproduce(args) -> int:
     return 1 if failed else 0
 
 
+def make_targets() -> dict[tuple, str]:
+    """{(recipe, scale): make target} from the Makefile's one-line targets, where it is at hand."""
+    makefile = recipes.RUN_PY.parent / "Makefile"
+    lines = (makefile.read_text() if makefile.is_file() else "").splitlines()
+    out = {}
+    for line in (ln for ln in lines if "--report-only" not in ln):
+        m = re.match(r"([\w-]+): ; \$\(R\) ([\w-]+)(?: --scale (\S+))?", line)
+        if m:
+            out.setdefault((m[2], m[3]), m[1])
+    return out
+
+
 def listing(args) -> int:
     registry = discover()
     if not args.markdown:
@@ -88,17 +101,22 @@ def listing(args) -> int:
         return 0
     table = costs.load()
     head = " | ".join(e.get("label", k) for k, e in table.items())
-    print(f"| `make` target | scale | runs | jobs | net-steps | {head} |\n|---|---|---|---|---|" + "---|" * len(table))
+    targets = make_targets()
+    print(f"| `make` target | recipe, scale | runs | jobs | net-steps | {head} |\n|---|---|---|---|---|" + "---|" * len(table))
     for name, d in sorted(registry.items()):
         for scale in d.scales:
+            target = targets.get((name, scale)) or targets.get((name, "$(FIG_SCALE)")) or targets.get((name, None), "")
+            target = f"`make {target}`" + (f" FIG_SCALE={scale}" if (name, "$(FIG_SCALE)") in targets else "") \
+                if target else ""
             r = recipes.build(name, Options(scale, data=args.data))
-            waves = recipes.plan_recipe(r)
+            waves = recipes.plan_recipe(r, check=False)  # priced, not checked: the data need not be here
             steps = [s for w in waves for s in w]
             price = costs.price([(c, left) for s in steps for c, _, _, left in s.runs], table)
             cells = " | ".join("—" if v is None else costs.duration(v) for v in price.values())
             runs = sum(len(s.runs) for s in steps)
             trains = " (+ figure steps)" if r.figures else ""
-            print(f"| {name} | {scale} | {runs}{trains} | {len(steps)} | {sum(s.steps_left for s in steps):,} | {cells} |")
+            print(f"| {target} | {name}, {scale} | {runs}{trains} | {len(steps)} | {sum(s.steps_left for s in steps):,} "
+                  f"| {cells} |")
     return 0
 
 

@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
-from gatelab.core.config import precision_of, validate
+from gatelab.core.config import precision_of
+from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, LOSS_TRACE, environment, finished_results, locked, resolve_device
 from gatelab.core.runs import plain
 from gatelab.data import datasets as data_mod

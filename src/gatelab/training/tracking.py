@@ -18,7 +18,9 @@ class NullTracker:
 
 
 class WandbTracker:
-    """One wandb run per gatelab run: group = cell/regime, name = seed<k>, id = the run key."""
+    """One wandb run per gatelab run, also for the nets of one stacked job (``reinit="create_new"``:
+    several runs live side by side in one process, each finished on its own): group = cell/regime,
+    name = seed<k>, id = the run key, so a resumed run continues the same wandb run."""
 
     def __init__(self, cfg, run_dir: Path):
         try:
@@ -28,7 +30,8 @@ class WandbTracker:
         lg = cfg.logger
         self.run = wandb.init(project=lg.project, entity=lg.entity, mode=lg.mode, dir=str(run_dir),
                               group=f"{cell_name(cfg)}/{cfg.regime.name}", name=f"seed{cfg.seed}",
-                              id=run_key(cfg), resume="allow", config=OmegaConf.to_container(cfg, resolve=True))
+                              id=run_key(cfg), resume="allow", reinit="create_new",
+                              config=OmegaConf.to_container(cfg, resolve=True))
 
     def log(self, row: dict) -> None:
         self.run.log({k: v for k, v in row.items() if k != "epoch" and v is not None}, step=row["epoch"])

@@ -1,0 +1,161 @@
+"""Recipes (issue #29): every recipe at every scale builds, composes, validates and checks its plan;
+its run directories are the ones the Makefile's commands planned before recipes existed (run keys
+stay stable: ``recipe_runs.json`` pins them); the Makefile is one line per target; the cost estimate
+agrees with a measured run; a recipe trains its waves and renders its report."""
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, write_tiny_data
+from gatelab.launch import costs, recipes
+from gatelab.launch.recipes import Options, Recipe
+from gatelab.papers.reproduce import discover, main
+
+REGISTRY = discover()
+PINNED = json.loads((ROOT / "tests" / "recipe_runs.json").read_text())
+SLOW = {("races", "paper"), ("races", "quick")}  # 100+ jobs each: seconds of composing
+CASES = [pytest.param(n, s, marks=[pytest.mark.slow] if (n, s) in SLOW else []) for n, d in sorted(REGISTRY.items())
+         for s in d.scales]
+# The Make targets before recipes (issue #29 keeps every name): a target per table, scale and utility.
+TARGETS = {"help", "install", "test", "run", "table2", "table2-mnist", "table2-mnist-full", "table2-quick", "report",
+           "figure3", "bench", "table4", "table4-quick", "dgn-figures", "exp6", "table2-conv-reduced",
+           "table4-conv-reduced", "races", "races-quick", "races-report", "routing-reduced", "routing-paper",
+           "routing-isolation", "routing-report", "routing-toy", "routing-features", "routing-backbone"}
+
+
+@pytest.mark.parametrize("name, scale", CASES)
+def test_every_recipe_plans_checks_and_keeps_its_run_keys(name, scale, tiny_root):
+    r = recipes.build(name, Options(scale, data=str(tiny_root)))
+    waves = recipes.plan_recipe(r)  # composes, validates and checks every job (raises on the first bad one)
+    dirs = sorted({str(d) for w in waves for s in w for _, d in s.job.entries})
+    assert r.runs or r.figures
+    if not dirs:
+        assert f"{name}/{scale}" not in PINNED
+        return
+    pin = PINNED[f"{name}/{scale}"]
+    assert (len(dirs), hashlib.sha1("\n".join(dirs).encode()).hexdigest()[:16]) == (pin["runs"], pin["sha1"])
+    first = {str(d) for s in waves[0] for _, d in s.job.entries}
+    for later in waves[1:]:  # a job's prerequisites are planned in an earlier wave
+        for s in later:
+            assert "train_prerequisites=false" in s.overrides
+    assert first
+
+
+def test_the_makefile_keeps_every_target_and_each_is_one_line():
+    text = (ROOT / "Makefile").read_text()
+    phony = set(re.search(r"^\.PHONY:(.*?)(?<!\\)$", text, re.M | re.S).group(1).replace("\\", " ").split())
+    assert phony == TARGETS
+    for target in TARGETS - {"help"}:
+        (line,) = [ln for ln in text.splitlines() if ln.startswith(f"{target}:")]
+        body = line.split(";", 1)[1].strip() if ";" in line else \
+            text.split(line + "\n", 1)[1].split("\n\n", 1)[0].strip()
+        assert "\n" not in body and body, target
+    p = subprocess.run(["make", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    listed = {m.group(1) for m in re.finditer(r"^make ([\w-]+)", p.stdout, re.M)}
+    assert listed | {"help", "races-report", "routing-report"} >= TARGETS - {"table4-conv-reduced"}
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("table2", "reproduce table2 --scale paper"), ("races-quick", "reproduce races --scale quick"),
+    ("routing-report", "reproduce routing --scale reduced --report-only"),
+    ("table2-conv-reduced", "reproduce table2 --scale conv-reduced")])
+def test_a_make_target_calls_its_recipe_with_the_make_variables(target, expected):
+    p = subprocess.run(["make", "-n", target, "DATA=/data", "EPOCHS=3", "SEEDS=0,1", "JOBS=2", "BATCH=0", "DRY=1",
+                        "EXTRA=threads=1"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and expected in p.stdout
+    for flag in ("--data /data", "--epochs 3", "--seeds 0,1", "--jobs 2", "--no-stack", "--dry-run", "threads=1"):
+        assert flag in p.stdout, (flag, p.stdout)
+
+
+def test_a_bad_recipe_scale_or_override_is_one_line_and_exit_2(tiny_root, capsys):
+    assert main(["reproduce", "tabel2"]) == 2
+    assert "no recipe 'tabel2'; recipes: " in capsys.readouterr().err
+    assert main(["reproduce", "table2", "--scale", "huge"]) == 2
+    assert "its scales: paper, quick, conv-reduced" in capsys.readouterr().err
+    assert main(["reproduce", "exp6", "--data", str(tiny_root), "--dry-run", "optimizer.lr=-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "optimizer.lr must be > 0" in err
+
+
+def _tiny(name: str, out, extra=()):
+    """A recipe of two FC cells (ReLU, then FLNPF from it: two waves) on tiny data, registered as ``name``."""
+    @recipes.recipe(name, ("s",), "a test recipe")
+    def build(o: Options) -> Recipe:
+        base = ["arch.dense=[64,64]", "optimizer.batch_size=8", "dataset.limit_train=2000", "seeds=[0,1]",
+                f"out_root={out}", *extra]
+        return Recipe(name, "test", [[*base, "regime=relu"], [*base, "regime=flnpf"]], reports=[
+            ["gatelab.papers.npf", "table2", "--runs", str(out), "--out", str(out / "report"), "--command",
+             "{command}"]])
+    return build
+
+
+def test_the_cost_estimate_agrees_with_a_measured_run(tmp_path):
+    """Seconds per net-step measured on a calibration run, priced onto a recipe of other seeds and
+    lengths, against the training seconds its runs then record: within a factor of 2."""
+    root = write_tiny_data(tmp_path / "data", n_train=2000, n_test=100)
+    cal = tmp_path / "cal"
+    _tiny("cost-calibration", cal, ["epochs=2"])
+    r = recipes.build("cost-calibration", Options("s", data=str(root), extra=["threads=1"]))
+    recipes.run_local(recipes.plan_recipe(r))
+    hist = [h for p in cal.rglob("results.json") for h in json.loads(p.read_text())["history"]]
+    per_step = sum(h["seconds"] for h in hist) / 2 / (len(hist) * 250)  # two nets stacked share each epoch's seconds
+    table = {"here": {"label": "here", "fc": per_step}}
+    _tiny("cost-check", tmp_path / "run", ["epochs=3", "seed=0"])
+    r = recipes.build("cost-check", Options("s", data=str(root), seeds="2,3", extra=["threads=1"]))
+    waves = recipes.plan_recipe(r)
+    predicted = costs.price([(c, left) for w in waves for s in w for c, _, _, left in s.runs], table)["here"]
+    assert [s.steps_left for w in waves for s in w] == [2 * 3 * 250, 2 * 3 * 250]
+    text = recipes.describe(r, waves, "s", table)
+    assert "wave 2: 1 job(s) (after wave 1)" in text and "total: 2 jobs, 4 runs (0 done)" in text
+    recipes.run_local(waves, jobs=2)
+    measured = sum(h["seconds"] for p in (tmp_path / "run").rglob("results.json")
+                   for h in json.loads(p.read_text())["history"]) / 2
+    assert 0.5 < predicted / measured < 2.0, (predicted, measured)
+    assert "4 runs (4 done)" in recipes.describe(r, recipes.plan_recipe(r), "s", table)  # found, not retrained
+
+
+@pytest.mark.slow
+def test_reproduce_dry_run_prints_table2_in_waves_with_its_cost_quickly(tiny_root, tmp_path):
+    t0 = time.time()
+    p = subprocess.run([sys.executable, "-m", "gatelab", "reproduce", "table2", "--scale", "paper", "--dry-run",
+                        "--data", str(tiny_root)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert time.time() - t0 < 20  # the issue asks under 10 s on a quiet machine; the suite runs beside others
+    assert "wave 1: 24 job(s)" in p.stdout and "wave 2: 6 job(s) (after wave 1)" in p.stdout
+    assert re.search(r"total: 30 jobs, 150 runs \(0 done\), [\d,]+ net-steps left: about [\d.,]+ H100-hours, "
+                     r"[\d.,]+ CPU-hours", p.stdout), p.stdout[-800:]
+    assert list(tmp_path.iterdir()) == []  # trains nothing, writes nothing
+    assert "report: python -m gatelab.papers.npf table2" in p.stdout
+
+
+def test_a_fifth_paper_is_a_package_with_a_recipes_file(tmp_path, monkeypatch, tiny_root, capsys):
+    """What the README shows: a paper package holding recipes.py is found by name, plans, and lists."""
+    import gatelab.papers as papers
+    pkg = tmp_path / "fifth"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""Paper 005."""\n')
+    (pkg / "recipes.py").write_text('''
+from gatelab.launch.recipes import Options, Recipe, recipe
+
+
+@recipe("fifth-table1", ("paper", "quick"), "Table 1 of paper 005")
+def table1(o: Options) -> Recipe:
+    root = "outputs/fifth-quick" if o.scale == "quick" else o.root("outputs/fifth")
+    epochs = ["epochs=2"] if o.scale == "quick" else []
+    runs = [["regime=relu,dlnpf", "seeds=[0,1]", *epochs, f"out_root={root}"]]
+    return Recipe("fifth-table1", "Table 1 of paper 005", runs, reports=[
+        ["gatelab.papers.fifth", "table1", "--runs", root, "--out", "outputs/reports/fifth", "--command", "{command}"]])
+''')
+    monkeypatch.setattr(papers, "__path__", [*papers.__path__, str(tmp_path)])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "gatelab.papers.fifth", __import__("importlib").import_module("fifth"))
+    assert "fifth-table1" in discover()
+    assert main(["reproduce", "fifth-table1", "--scale", "quick", "--dry-run", "--data", str(tiny_root)]) == 0
+    out = capsys.readouterr().out
+    assert "wave 1: 2 job(s)" in out and "mnist-fc-adam-lr0.0003/dlnpf seeds 0,1: 2 run(s) [new]" in out
+    recipes.REGISTRY.pop("fifth-table1")
