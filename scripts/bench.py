@@ -30,6 +30,7 @@ from gatelab.training.run_state import RunState  # noqa: E402
 from gatelab.data.datasets import Data, Split  # noqa: E402
 from gatelab.core.results import device_name, resolve_device  # noqa: E402
 from gatelab.core.runs import compose  # noqa: E402
+from gatelab.launch import costs  # noqa: E402
 
 CASES = [  # (name, overrides, in_shape, train examples per epoch)
     ("fc/mnist relu", ["dataset=mnist", "arch=fc", "regime=relu"], (1, 28, 28), 60000),
@@ -100,14 +101,14 @@ def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int =
 
 def projection(per_step: dict) -> list[str]:
     """Device-hours of Table 2 and Table 4 at paper scale, priced by their recipes
-    (:mod:`gatelab.launch.recipes`) with the seconds per net-step measured here (batched path)."""
-    from gatelab.launch import costs, recipes
+    (:mod:`gatelab.launch.recipes`) with the seconds per step measured here (single and batched)."""
+    from gatelab.launch import recipes
     from gatelab.papers.reproduce import discover
     discover()
     lines = []
     for name in ("table2", "table4"):
         r = recipes.build(name, recipes.Options("paper"))
-        runs = [(c, left) for w in recipes.plan_recipe(r, check=False) for s in w for c, _, _, left in s.runs]
+        runs = [x for w in recipes.plan_recipe(r, check=False) for s in w for x in s.priced()]
         seconds = costs.price(runs, {"here": per_step})["here"]
         lines.append(f"projection: {name} at paper scale (its recipe's {len(runs)} runs): " +
                      ("not measured here (--cases)" if seconds is None else f"{seconds / 3600:.2f} h"))
@@ -145,13 +146,12 @@ def main() -> None:
         print(f"{case:22s} {plain * per_epoch:9.2f} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} "
               f"{ratio:8.2f}x {plain / batched:8.2f}x {row * per_epoch:13.2f} {single / row:8.2f}x", flush=True)
         name, regime = case.split("/")[0], case.split()[-1]
-        per_step[name if regime == "relu" else f"{name}/{regime}"] = batched
+        per_step[name if regime == "relu" else f"{name}/{regime}"] = costs.fit(single, batched * args.seeds, args.seeds)
         if case == "fc/mnist relu":
             ratio_fc = ratio
     for line in projection(per_step):
         print(line)
     if args.record:
-        from gatelab.launch import costs
         costs.record(args.record, args.record.upper() if device.type == "cuda" else "CPU",
                      f"scripts/bench.py on {device_name(device)}, {time.strftime('%Y-%m-%d')}, {args.seeds} seeds "
                      "stacked, batch 32" + (" (--quick)" if args.quick else ""), per_step)

@@ -108,7 +108,7 @@ def test_the_cost_estimate_agrees_with_a_measured_run(tmp_path):
     _tiny("cost-check", tmp_path / "run", ["epochs=3", "seed=0"])
     r = recipes.build("cost-check", Options("s", data=str(root), seeds="2,3", extra=["threads=1"]))
     waves = recipes.plan_recipe(r)
-    predicted = costs.price([(c, left) for w in waves for s in w for c, _, _, left in s.runs], table)["here"]
+    predicted = costs.price([x for w in waves for s in w for x in s.priced()], table)["here"]
     assert [s.steps_left for w in waves for s in w] == [2 * 3 * 250, 2 * 3 * 250]
     text = recipes.describe(r, waves, "s", table)
     assert "wave 2: 1 job(s) (after wave 1)" in text and "total: 2 jobs, 4 runs (0 done)" in text

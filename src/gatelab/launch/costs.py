@@ -29,35 +29,53 @@ def key(cfg) -> str:
     return name
 
 
-def per_step(entry: dict, cfg) -> Optional[float]:
-    """Seconds per net-step of run ``cfg`` on the device of ``entry``; None: not measured there."""
-    return entry.get(f"{key(cfg)}/{cfg.regime.name}", entry.get(key(cfg)))
+def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
+    """(seconds per step of a stack, seconds per net in it) of run ``cfg`` on the device of ``entry``:
+    a stack of S nets takes ``a + S * b`` a step. An entry is ``[a, b]``, or one number ``b`` (a = 0:
+    the seconds per net-step measured at the stack size of the papers' jobs). None: not measured."""
+    v = entry.get(f"{key(cfg)}/{cfg.regime.name}", entry.get(key(cfg)))
+    if v is None:
+        return None
+    return (0.0, float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
 
 
 def price(items, table: dict) -> dict[str, Optional[float]]:
-    """Seconds on each device of ``table`` for ``items`` [(config, net-steps)]; None where a network
-    of them has no measured entry for that device (and net-steps are left)."""
+    """Seconds on each device of ``table`` for ``items`` [(config, net-steps left, stack)]: the runs
+    of one stack train together (S nets with steps left: ``steps * (a + S * b)``). None where a network
+    of them has no entry for that device."""
+    stacks: dict = {}
+    for cfg, steps, stack in items:
+        if steps:
+            stacks.setdefault(stack, []).append((cfg, steps))
     out = {}
     for device, entry in table.items():
         total = 0.0
-        for cfg, steps in items:
-            per = per_step(entry, cfg)
-            if steps and per is None:
+        for runs in stacks.values():
+            ab = per_step(entry, runs[0][0])
+            if ab is None:
                 total = None
                 break
-            total += steps * (per or 0.0)
+            total += max(s for _, s in runs) * (ab[0] + len(runs) * ab[1])
         out[device] = total
     return out
 
 
+def fit(single: float, stacked: float, s: int) -> list[float]:
+    """``[a, b]`` from the seconds per step of one net alone and of a stack of ``s`` nets (a >= 0)."""
+    b = (stacked - single) / (s - 1) if s > 1 else single
+    a = single - b
+    if a < 0:  # stacking costs more than linear (a CPU's grouped convolutions): per net only
+        a, b = 0.0, stacked / s
+    return [float(f"{a:.3g}"), float(f"{b:.3g}")]
+
+
 def record(device: str, label: str, source: str, measured: dict, path: Path = TABLE) -> None:
-    """Write ``measured`` {key: seconds per net-step} as ``device``'s entry of the cost table (its
-    other entries and the file's opening comment kept)."""
+    """Write ``measured`` {key: [a, b]} as ``device``'s entry of the cost table (its other entries
+    and the file's opening comment kept)."""
     text = Path(path).read_text()
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
     table = load(path)
-    table[device] = {**(table.get(device) or {}), "label": label, "source": source,
-                     **{k: float(f"{v:.3g}") for k, v in measured.items()}}
+    table[device] = {**(table.get(device) or {}), "label": label, "source": source, **measured}
     Path(path).write_text(header + yaml.safe_dump(table, sort_keys=False, width=120))
 
 

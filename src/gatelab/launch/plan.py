@@ -29,6 +29,7 @@ from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, read_results, trainer_of
 from gatelab.core.runs import job_config, run_dir
 from gatelab.data import datasets as data_mod
+from gatelab.launch import costs
 from gatelab.nets import regimes
 from gatelab.training import rows
 from gatelab.training.loop import train_entries
@@ -196,13 +197,15 @@ def _shown(d: Path) -> Path:
         return Path(d)
 
 
-def runs_left(job: Job) -> list[tuple[object, Path, str, int]]:
-    """Each run of a job: (config, directory, what is on disk, net-steps left: optimiser steps of one net)."""
-    points = {k: p for stack in job.stacks for k, p in resume_points(stack).items()}
+def runs_left(job: Job) -> list[tuple[object, Path, str, int, int]]:
+    """Each run of a job: (config, directory, what is on disk, net-steps left: optimiser steps of one
+    net, the index of the stack it trains in)."""
     out = []
-    for c, d in job.entries:
-        state, left = state_of(d, int(c.epochs), points.get(str(d)))
-        out.append((c, d, state, left * steps_per_epoch(c)))
+    for k, stack in enumerate(job.stacks):
+        points = resume_points(stack)
+        for c, d in stack:
+            state, left = state_of(d, int(c.epochs), points.get(str(d)))
+            out.append((c, d, state, left * steps_per_epoch(c), k))
     return out
 
 
@@ -215,10 +218,13 @@ def describe(jobs: list[Job]) -> str:
         lines.append(f"{i}. {job.name}{after}")
         if job.features is not None:
             lines.append("   fills the backbone feature cache (no training)")
-        for c, d, state, steps in runs_left(job):
+        for c, d, state, steps, _ in runs_left(job):
             total += steps
             lines.append(f"   {_shown(d)}  [{state}; {steps // max(1, steps_per_epoch(c))} epochs to train]")
-    lines.append(f"cost: {total:,} net-steps left (one optimiser step of one net each)")
+    priced = costs.price([(c, steps, (i, k)) for i, job in enumerate(jobs) for c, _, _, steps, k in runs_left(job)],
+                         costs.load())
+    lines.append(f"cost: {total:,} net-steps left (one optimiser step of one net each): "
+                 f"{costs.words(priced)} (estimates: conf/costs.yaml)")
     return "\n".join(lines)
 
 

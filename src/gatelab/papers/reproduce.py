@@ -111,7 +111,7 @@ def listing(args) -> int:
             r = recipes.build(name, Options(scale, data=args.data))
             waves = recipes.plan_recipe(r, check=False)  # priced, not checked: the data need not be here
             steps = [s for w in waves for s in w]
-            price = costs.price([(c, left) for s in steps for c, _, _, left in s.runs], table)
+            price = costs.price([x for s in steps for x in s.priced()], table)
             cells = " | ".join("—" if v is None else costs.duration(v) for v in price.values())
             runs = sum(len(s.runs) for s in steps)
             trains = " (+ figure steps)" if r.figures else ""
