@@ -112,10 +112,12 @@ def listing(args) -> int:
             waves = recipes.plan_recipe(r, check=False)  # priced, not checked: the data need not be here
             steps = [s for w in waves for s in w]
             price = costs.price([x for s in steps for x in s.priced()], table)
-            cells = " | ".join("—" if v is None else costs.duration(v) for v in price.values())
+            cells = " | ".join("not measured" if v is None else "not priced" if not steps else costs.duration(v)
+                               for v in price.values())
             runs = sum(len(s.runs) for s in steps)
-            trains = " (+ figure steps)" if r.figures else ""
-            print(f"| {target} | {name}, {scale} | {runs}{trains} | {len(steps)} | {sum(s.steps_left for s in steps):,} "
+            trains = "the figure command's own" if r.figures and not steps else ""
+            runs = trains or runs
+            print(f"| {target} | {name}, {scale} | {runs} | {len(steps)} | {sum(s.steps_left for s in steps):,} "
                   f"| {cells} |")
     return 0
 
