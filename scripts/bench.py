@@ -15,6 +15,7 @@ throughput, batched / single).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -122,7 +123,8 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--cases", nargs="*", default=None, help="only the cases whose name contains one of these")
     ap.add_argument("--record", metavar="DEVICE", default=None,
-                    help="write the batched seconds per net-step into conf/costs.yaml as DEVICE's entry (e.g. h100)")
+                    help="write the seconds per step (single and stacked) into conf/costs.yaml as DEVICE's entry "
+                         "(e.g. h100; auto: the GPU's model, else cpu)")
     args = ap.parse_args()
     device = resolve_device(args.device)
     print(f"device: {device_name(device)}; batch 32; seconds per epoch per net, extrapolated from timed steps; "
@@ -152,6 +154,9 @@ def main() -> None:
     for line in projection(per_step):
         print(line)
     if args.record:
+        if args.record == "auto":  # the GPU's model (h100, h200, a100, ...), else cpu
+            found = re.search(r"\b([A-Z]\d{2,3})\b", device_name(device)) if device.type == "cuda" else None
+            args.record = found[1].lower() if found else device.type
         costs.record(args.record, args.record.upper() if device.type == "cuda" else "CPU",
                      f"scripts/bench.py on {device_name(device)}, {time.strftime('%Y-%m-%d')}, {args.seeds} seeds "
                      "stacked, batch 32" + (" (--quick)" if args.quick else ""), per_step)

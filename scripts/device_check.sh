@@ -4,9 +4,10 @@
 #   Stage first, here: scripts/device_stage.sh <data root>   (.stage/: wheels, mnist.npz, a CIFAR-10 cut)
 #   Then, with the device tool:  bash scripts/device_check.sh   (carry [".stage"])
 #   SMOKE=1 bash scripts/device_check.sh   the same steps on this CPU at a tiny scale (minutes)
-# Steps: 1 the fast tests with CUDA present (device=auto takes the GPU); 2 the bench (plain PyTorch loop
-# beside ours, and the projection of the tables' GPU-hours); 3 `make table2-conv-reduced` (GCONV and VCONV
-# Adam rows, 5 regimes, 3 seeds, 10k/2k images, bf16); 4 `make table4-conv-reduced`; 5 the files.
+# Steps: 1 the fast tests with CUDA present (device=auto takes the GPU; a CUDA checkpoint resumed on the CPU and
+# back, tests/test_device.py); 2 the bench (plain PyTorch loop beside ours, the tables' GPU-hours through their
+# recipes, --record h100 into conf/costs.yaml); 3 Table 2's conv-reduced recipe (GCONV and VCONV Adam rows,
+# 5 regimes, 3 seeds, 10k/2k images, bf16); 4 Table 4's; 5 the files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/device-out}; STAGE=${STAGE:-.stage}; SMOKE=${SMOKE:-0}
@@ -22,25 +23,29 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"  # the project from this
 export GATELAB_DATA=${GATELAB_DATA:-$PWD/$STAGE/data}
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name())" >> "$LOG" 2>&1
 if [ "$SMOKE" = 1 ]; then  # this CPU, tiny nets and data: the same commands, minutes
-  E2=1; E4=1; LIM=(90 150 240 240); TESTS=(-k "plan or kill or device or architecture")
+  E2=1; E4=1; LIM=(90 150 240 240); TESTS=(tests/test_device.py tests/test_plan.py tests/test_architecture.py)
   ARGS="dataset.limit_train=64 dataset.limit_test=32 arch.conv_channels=[4,4] arch.dense=[16] precision=fp32 threads=2"
   BENCH=(--quick --cases fc)
 else  # sized from the H100 numbers of issue #19: a row ~5-8 s an epoch at 10k images, ~25 s start-up a process
-  E2=10; E4=5; LIM=(120 60 220 110); TESTS=(); ARGS=""; BENCH=(--quick)
+  E2=10; E4=5; LIM=(120 80 210 100); ARGS=""; BENCH=(--quick --record auto)
+  # the tests that touch the device (the others pin device=cpu): placement, CUDA<->CPU resume, precision, kills
+  TESTS=(tests/test_device.py tests/test_resume.py tests/test_run.py tests/test_kill.py)
 fi
-step "1 tests (not slow), device=auto" "${LIM[0]}" python -m pytest -q -p no:cacheprovider -m "not slow" -x tests "${TESTS[@]}"
+step "1 tests (not slow), device=auto" "${LIM[0]}" python -m pytest -q -p no:cacheprovider -m "not slow" -x "${TESTS[@]}"
 step "2 bench" "${LIM[1]}" python scripts/bench.py "${BENCH[@]}"
-step "3 make table2-conv-reduced EPOCHS=$E2" "${LIM[2]}" make table2-conv-reduced EPOCHS="$E2" CONV_REDUCED_ARGS="$ARGS" DATA="$GATELAB_DATA"
-step "4 make table4-conv-reduced EPOCHS=$E4" "${LIM[3]}" make table4-conv-reduced EPOCHS="$E4" CONV_REDUCED_ARGS="$ARGS" DATA="$GATELAB_DATA"
+# The recipes' entry point directly (the bare machine may lack make): `make table2-conv-reduced` is this line.
+step "3 table2 conv-reduced, $E2 epochs" "${LIM[2]}" python -m gatelab reproduce table2 --scale conv-reduced --epochs "$E2" --data "$GATELAB_DATA" $ARGS
+step "4 table4 conv-reduced, $E4 epochs" "${LIM[3]}" python -m gatelab reproduce table4 --scale conv-reduced --epochs "$E4" --data "$GATELAB_DATA" $ARGS
 NOTE="REDUCED SCALE, not the paper's: first 10,000/2,000 CIFAR-10 images, 3 seeds, bf16${ARGS:+ + $ARGS}"
 # A step cut by its limit leaves runs without a report: render what completed (cells without a seed show the paper's number).
 python -m gatelab.papers.npf table2 --runs outputs/table2-conv-reduced --arch gconv vconv --seeds 3 \
   --out outputs/reports/table2-conv-reduced --command "scripts/device_check.sh" --note "$NOTE, $E2 epochs" >> "$LOG" 2>&1
 python -m gatelab.papers.dgn table4 --runs outputs/table4-conv-reduced --seeds 3 \
   --out outputs/reports/table4-conv-reduced --command "scripts/device_check.sh" --note "$NOTE, $E4 epochs" >> "$LOG" 2>&1
-# At most 8 files: the log, the two tables (Markdown + CSV) and the runs' results.json (no checkpoints).
+# At most 8 files: the log, the two tables (Markdown + CSV), the cost table and the runs' results.json (no checkpoints).
 for t in table2 table4; do for ext in md csv; do
   f=outputs/reports/$t-conv-reduced/$t.$ext; [ -f "$f" ] && cp "$f" "$OUT/${t}_conv_reduced.$ext"; done; done
+[ "$SMOKE" = 1 ] || cp conf/costs.yaml "$OUT/costs.yaml"  # the bench's seconds per step on this GPU (--record)
 find outputs/table2-conv-reduced outputs/table4-conv-reduced -name results.json 2>/dev/null \
   | tar czf "$OUT/results.tgz" -T - 2>> "$LOG"
 ls -la "$OUT" | tee -a "$LOG"

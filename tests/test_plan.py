@@ -141,3 +141,21 @@ def test_sweep_waves_put_prerequisites_first_once_each(tiny_root, tmp_path):
     chain = plan.waves([imp], lambda o: load_with(o))
     assert [x[0][-3:-1] for x in chain] == [["imp.sparsity=null", "imp.round=0"], ["imp.sparsity=0.5", "imp.round=1"],
                                            ["imp.sparsity=0.5", "imp.round=2"]]
+
+
+def test_an_unfinished_prerequisite_is_named_by_its_state_not_missing(tiny_root, tmp_path, monkeypatch, caplog):
+    """The FLNPF command after its ReLU source was stopped by Ctrl-C: the log says what the source
+    is (interrupted, where it resumes), not that it is missing."""
+    from conftest import kill_after_writes
+    over = ["arch.dense=[16]", "epochs=3", "checkpoint_minutes=0", f"out_root={tmp_path}"]
+    restore = kill_after_writes(monkeypatch, 1)
+    import conftest
+    monkeypatch.setattr(conftest, "Killed", KeyboardInterrupt)  # the kill is a Ctrl-C here
+    with pytest.raises(KeyboardInterrupt):
+        plan.run(make_cfg([*over, "regime=relu"], tiny_root))
+    restore()
+    with caplog.at_level("INFO", logger="gatelab"):
+        out = plan.run(make_cfg([*over, "regime=flnpf"], tiny_root))
+    assert all(r["status"] == "completed" for r in out.values())
+    said = [r.getMessage() for r in caplog.records if "training it first" in r.getMessage()]
+    assert len(said) == 1 and "is interrupted, resumes after epoch 1; training it first" in said[0], said

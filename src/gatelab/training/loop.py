@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -259,8 +260,8 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
             trace.start()
         for epoch in range(done + 1, cfg.epochs + 1):
             partial = [r.last["partial"] for r in runs] if skip else None
-            m, seconds = _epoch(cfg, forward, model, opt, data, gens, autocast, epoch, skip, partial, saver, job_bar,
-                                trace)
+            m, seconds = _epoch(_Stack(cfg, forward, model, opt, data, gens, autocast, saver, job_bar, trace),
+                                epoch, skip, partial)
             skip = 0
             trace.flush()
             for s, r in enumerate(runs):  # each run records its epoch; checkpoints on the writer's thread
@@ -278,9 +279,27 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
         saver.writer.close()
 
 
-def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int, partial, saver, job_bar, trace):
+@dataclass
+class _Stack:
+    """What an epoch of stacked nets works with: the config, the forward pass (compiled or not), the
+    stacked model and its optimiser, the data, the nets' data-order generators, the autocast context,
+    the checkpoint saver, the job's progress bar and the loss trace."""
+    cfg: object
+    forward: object
+    model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    data: object
+    gens: list
+    autocast: object
+    saver: _Saver
+    bar: object
+    trace: _Trace
+
+
+def _epoch(st: _Stack, epoch: int, skip: int, partial):
     """One epoch (from step ``skip + 1`` with the sums of ``partial`` when resumed inside it), then the
     evaluation; the epoch's one host sync brings the metrics back. Returns (per-net metrics, seconds)."""
+    cfg, model, data, gens, saver, trace = st.cfg, st.model, st.data, st.gens, st.saver, st.trace
     t0, S, device = time.time(), len(gens), data.train.x.device
     if partial:
         loss_sum = torch.stack([p["loss_sum"] for p in partial]).to(device)
@@ -293,7 +312,7 @@ def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int
     base, steps = (epoch - 1) * per_epoch, set(cfg.get("checkpoint_steps") or [])
 
     def after_step(i: int) -> None:
-        job_bar.update(1)  # the whole job's bar: its ETA covers every epoch left
+        st.bar.update(1)  # the whole job's bar: its ETA covers every epoch left
         trace.after(base + i)
         if base + i in steps:
             saver.snapshot(base + i, epoch)
@@ -303,7 +322,7 @@ def _epoch(cfg, forward, model, opt, data, gens, autocast, epoch: int, skip: int
                                                  "seconds": time.time() - t0} for s in range(S)])
         if STOP.pending:
             STOP.take(saver, f"epoch {epoch - 1}, step {i} of the next")
-    train_epoch(cfg, forward, opt, data, gens, autocast, epoch, (loss_sum, correct), skip, after_step)
+    train_epoch(cfg, st.forward, st.opt, data, gens, st.autocast, epoch, (loss_sum, correct), skip, after_step)
     test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S)
     extra = extra_metrics(cfg, model, data, S)
     n = len(data.train)
