@@ -222,3 +222,26 @@ def test_ctrl_c_with_the_output_piped_records_interrupted_and_keeps_progress(tmp
     assert res["status"] == "interrupted" and "error" not in res, res.get("error")
     state = state_of(run, 3)[0]
     assert state.startswith("interrupted, resumes after epoch ") and state != "interrupted, resumes after epoch 0"
+
+
+def test_a_stop_signal_at_any_instant_of_a_step_saves_the_point_it_names(tiny_root, tmp_path, monkeypatch):
+    """A signal landing between the loop's check for a stop and its checkpoint (here: inside the check
+    for a timed checkpoint) is taken at the next step, with that step saved: the stop never names a
+    point it did not save (the full suite under load once caught a stop with no checkpoint at all)."""
+    from gatelab.training import loop, stops
+    over = ["regime=relu", "arch.dense=[16]", "epochs=2", "checkpoint_minutes=0", "checkpoint_every=100"]
+    calls, real = {"n": 0}, loop._Saver.due
+
+    def due(self):
+        calls["n"] += 1
+        if calls["n"] == 5:  # Ctrl-C arrives here, during step 5 of epoch 1
+            stops.STOP.handle(signal.SIGINT, None)
+        return real(self)
+    monkeypatch.setattr(loop._Saver, "due", due)
+    with pytest.raises(stops.Interrupted) as stopped:
+        train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
+    at = re.search(r"progress saved at epoch (\d+), step (\d+) of the next", stopped.value.saved)
+    assert at, stopped.value.saved
+    last = checkpoints.load(tmp_path / "cut" / "ckpt" / "last.pt")
+    assert checkpoints.position(last) == (int(at[1]), int(at[2])) == (0, 6)
+    assert state_of(tmp_path / "cut", 2) == ("interrupted, resumes after epoch 0, step 6 of the next", 2)

@@ -183,14 +183,14 @@ class _Saver:
                     shuffle_rng=shuffle[s], partial=None if partial is None else partial[s]), self.t_fit)
         self.t_last, self.at = time.time(), (epoch, batch)
 
-    def epoch(self, epoch: int, gens: list) -> None:
+    def epoch(self, epoch: int, gens: list, stopping: bool = False) -> None:
         """After a recorded epoch: epoch_<N>.pt; at the cadence of ``checkpoint_every`` (and at the
-        end, or when a stop is pending) the group checkpoint."""
+        end, or when the job stops here) the group checkpoint."""
         state = self.model.state_dict()
         for s, r in enumerate(self.runs):
             if r.active:
                 r.save_epoch(self.writer, self.meta, lambda: unstack_state(state, s))
-        if epoch % self.cfg.checkpoint_every == 0 or epoch == self.cfg.epochs or STOP.pending:
+        if epoch % self.cfg.checkpoint_every == 0 or epoch == self.cfg.epochs or stopping:
             self.last(epoch, 0, [g.get_state() for g in gens])
 
     def snapshot(self, step: int, epoch: int) -> None:
@@ -267,11 +267,12 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
             for s, r in enumerate(runs):  # each run records its epoch; checkpoints on the writer's thread
                 if r.active:
                     r.record(epoch, m[s], seconds, lambda: unstack_state(model.state_dict(), s))
-            saver.epoch(epoch, gens)
+            stopping = STOP.pending  # read once: a signal after this is taken at the next step
+            saver.epoch(epoch, gens, stopping)
             save_progress()  # results.json of every run, once per epoch
             if not any(r.active for r in runs):
                 break
-            if STOP.pending and epoch < cfg.epochs:
+            if stopping and epoch < cfg.epochs:
                 STOP.take(saver, f"the end of epoch {epoch}")
     finally:
         STOP.deferred = False
@@ -316,11 +317,12 @@ def _epoch(st: _Stack, epoch: int, skip: int, partial):
         trace.after(base + i)
         if base + i in steps:
             saver.snapshot(base + i, epoch)
-        if STOP.pending or (i < per_epoch and saver.due()):
+        stopping = STOP.pending  # read once: a signal between two reads would stop without saving
+        if stopping or (i < per_epoch and saver.due()):
             trace.flush()
             saver.last(epoch - 1, i, shuffle, [{"loss_sum": loss_sum[s].clone(), "correct": correct[s].clone(),
                                                  "seconds": time.time() - t0} for s in range(S)])
-        if STOP.pending:
+        if stopping:
             STOP.take(saver, f"epoch {epoch - 1}, step {i} of the next")
     train_epoch(cfg, st.forward, st.opt, data, gens, st.autocast, epoch, (loss_sum, correct), skip, after_step)
     test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S)
