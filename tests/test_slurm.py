@@ -233,3 +233,21 @@ def test_a_prerequisite_is_an_earlier_wave_not_training_hidden_in_a_job(cluster,
     for s in (0, 1):  # each FLNPF run started after its source had finished
         assert runs[f"relu/seed{s}"]["finished_at"] <= runs[f"flnpf/seed{s}"]["finished_at"]
     assert "4 runs: 4 completed" in _summary(p.stdout + p.stderr)
+
+
+def test_a_recipe_goes_to_slurm_run_set_by_run_set(cluster, tmp_path, monkeypatch):
+    """``python -m gatelab reproduce <recipe> --slurm``: each run set through the cluster launcher in
+    order, so FLNPF's run set finds the ReLU runs of the one before done, then the report."""
+    from gatelab.launch import recipes
+    for k, v in cluster.items():
+        monkeypatch.setenv(k, v)
+    base = [*FITS, "seed=0,1", "epochs=1", "arch.dense=[8]", "progress=false", f"out_root={tmp_path}"]
+    r = recipes.Recipe("slurm-test", "test", [[*base, "regime=relu"], [*base, "regime=flnpf"]], reports=[
+        ["gatelab.papers.npf", "table2", "--runs", str(tmp_path), "--out", str(tmp_path / "report"), "--command",
+         "{command}"]])
+    assert recipes.run_slurm(r) == []
+    assert recipes.run_figures_and_reports(r, "test") == []
+    results = sorted(tmp_path.glob("runs/*/*/seed*/results.json"))
+    assert sorted(p.parent.parent.name for p in results) == ["flnpf", "flnpf", "relu", "relu"]
+    assert all(json.loads(p.read_text())["status"] == "completed" for p in results)
+    assert "| FC | Adam | MNIST |" in (tmp_path / "report" / "table2.md").read_text()
