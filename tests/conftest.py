@@ -131,3 +131,17 @@ def kill_after_writes(monkeypatch, n: int, name: str = "last.pt"):
                 raise Killed(f"killed after write {n} of {name}")
     monkeypatch.setattr(checkpoints.Writer, "save", save)
     return lambda: monkeypatch.setattr(checkpoints.Writer, "save", real)
+
+
+def evaluation_fails(monkeypatch, n: int, exc):
+    """The training loop's ``n``-th evaluation (epoch n's) raises ``exc``; returns what undoes it."""
+    from gatelab.training import loop
+    real, calls = loop.evaluate, {"n": 0}
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise exc
+        return real(*a, **k)
+    monkeypatch.setattr(loop, "evaluate", flaky)
+    return lambda: monkeypatch.setattr(loop, "evaluate", real)

@@ -13,11 +13,10 @@ import time
 
 import pytest
 
-from conftest import ROOT, TINY_ARCH, Killed, kill_after_writes, make_cfg, same_run, strip_seconds, write_tiny_data
+from conftest import ROOT, TINY_ARCH, Killed, evaluation_fails, kill_after_writes, make_cfg, same_run, strip_seconds, write_tiny_data
 from gatelab.core import checkpoints
 from gatelab.core.runs import seed_run_dirs
 from gatelab.launch.plan import state_of
-from gatelab.training import loop as train_mod
 from gatelab.training.loop import train, train_seeds
 from gatelab.training.rows import train_row
 
@@ -104,18 +103,10 @@ def test_a_truncated_last_checkpoint_falls_back_to_the_previous_one(tiny_root, t
 def test_ctrl_c_records_interrupted_and_the_rerun_resumes(tiny_root, tmp_path, monkeypatch):
     over = ["regime=relu", "arch.dense=[16]", "epochs=3", "checkpoint_minutes=0"]
     train(make_cfg(over, tiny_root, tmp_path / "ref"), tmp_path / "ref")
-    real = train_mod.evaluate
-    calls = {"n": 0}
-
-    def ctrl_c(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-    monkeypatch.setattr(train_mod, "evaluate", ctrl_c)
+    restore = evaluation_fails(monkeypatch, 3, KeyboardInterrupt)  # Ctrl-C during epoch 3's evaluation
     with pytest.raises(KeyboardInterrupt):
         train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
-    monkeypatch.setattr(train_mod, "evaluate", real)
+    restore()
     saved = json.loads((tmp_path / "cut" / "results.json").read_text())
     assert saved["status"] == "interrupted" and "traceback" not in saved and len(saved["history"]) == 2
     assert train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")["resumed_from_epoch"] == 2

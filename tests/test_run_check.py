@@ -6,13 +6,12 @@ import shutil
 
 import pytest
 
-from conftest import make_cfg
+from conftest import evaluation_fails, make_cfg
 from gatelab.core import checkpoints, run_check
 from gatelab.core.results import RESULTS, locked
 from gatelab.core.runs import seed_run_dirs
 from gatelab.launch import plan
 from gatelab.papers.report import results_below
-from gatelab.training import loop as train_mod
 from gatelab.training.loop import train_seeds
 
 OVER = ["regime=relu", "arch.dense=[16]", "epochs=3", "optimizer=sgd", "optimizer.lr=0.8", "checkpoint_minutes=0"]
@@ -32,17 +31,10 @@ def _runs(tiny_root, out, seeds="[0,1,2,3,4,5,6]"):
 def _interrupted(tiny_root, out, monkeypatch, seed=9):
     """A run stopped by an exception in epoch 3 (history 2 epochs, last.pt at epoch 2, prev.pt at 1)."""
     cfg = make_cfg([*OVER, f"seed={seed}", f"seeds=[{seed}]", f"out_root={out}"], tiny_root)
-    real, calls = train_mod.evaluate, {"n": 0}
-
-    def flaky(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise _Stop
-        return real(*a, **k)
-    monkeypatch.setattr(train_mod, "evaluate", flaky)
+    restore = evaluation_fails(monkeypatch, 3, _Stop)
     with pytest.raises(_Stop):
         train_seeds(cfg, seed_run_dirs(cfg))
-    monkeypatch.setattr(train_mod, "evaluate", real)
+    restore()
     return seed_run_dirs(cfg)[seed]
 
 

@@ -163,15 +163,6 @@ def best_of(history: list) -> tuple[Optional[int], Optional[float]]:
     return int(h["epoch"]), h["test_acc"]
 
 
-def best_file(ckpt_dir: Path, epoch: int, acc: float) -> Optional[str]:
-    """Which of ``best.pt`` / ``best_prev.pt`` holds the weights of ``epoch`` (with test accuracy ``acc``)."""
-    for name in (BEST, BEST_PREV):
-        s = load_good(Path(ckpt_dir) / name, peek=True, quiet=name == BEST_PREV)
-        if s is not None and s.get("epoch") == epoch and s.get("test_acc") == acc:
-            return name
-    return None
-
-
 @dataclass
 class Point:
     """A net's resume point: its state, the file that holds it (``last.pt`` or ``prev.pt``) and the
@@ -189,13 +180,18 @@ def points(ckpt_dir: Path, peek: bool = False) -> dict[tuple[int, int], Point]:
     """A net's usable resume points by position: ``last.pt`` and ``prev.pt`` where readable and where
     the weights of their best epoch are on disk (a point whose best.pt is gone would leave a run whose
     best.pt disagrees with its results.json)."""
+    held = {}  # (epoch, test accuracy) -> the best file holding those weights, best.pt first
+    for name in (BEST_PREV, BEST):
+        s = load_good(Path(ckpt_dir) / name, peek=True, quiet=name == BEST_PREV)
+        if s is not None:
+            held[(s.get("epoch"), s.get("test_acc"))] = name
     out: dict[tuple[int, int], Point] = {}
     for name in (PREV, LAST):  # last.pt wins a tie
         s = load_good(Path(ckpt_dir) / name, peek)
         if s is None:
             continue
         epoch, acc = best_of(s.get("history") or [])
-        best = None if epoch is None else best_file(ckpt_dir, epoch, acc)
+        best = None if epoch is None else held.get((epoch, acc))
         if epoch is not None and best is None:
             log.debug("%s: neither %s nor %s holds its best epoch %d; not resumed from it", Path(ckpt_dir) / name,
                       BEST, BEST_PREV, epoch)

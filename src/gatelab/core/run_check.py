@@ -100,10 +100,12 @@ def _unfinished(check: RunCheck, res: Optional[dict], who: str) -> None:
     ckpt = d / CKPT_DIR
     if (ckpt / LAST).is_file() and checkpoints.load_good(ckpt / LAST, peek=True, quiet=True) is None:
         prev = checkpoints.load_good(ckpt / PREV, peek=True, quiet=True)
+        def promote() -> str:
+            os.replace(ckpt / PREV, ckpt / LAST)
+            return f"{PREV} put in place of the unreadable {LAST}"
         check.findings.append(Finding(
             f"{LAST} is unreadable" + ("" if prev is None else f"; {PREV} is at {checkpoints.position(prev)}"),
-            None if prev is None else lambda: (os.replace(ckpt / PREV, ckpt / LAST),
-                                               f"{PREV} put in place of the unreadable {LAST}")[1]))
+            None if prev is None else promote))
     point = checkpoints.group_resume_point([ckpt], checkpoints.group_of([d]), peek=True)[0]
     done = len((res or {}).get("history") or [])
     if point is None:
@@ -153,9 +155,11 @@ def check_run(d: Path, out_root: Path) -> RunCheck:
         temps = checkpoints.temporaries(d) + checkpoints.temporaries(d / CKPT_DIR)
         if temps:
             check.freeable += _size(temps)
+            def clear() -> str:
+                checkpoints.clear_temporaries(d)
+                return f"removed {len(temps)} temporary file(s)"
             check.findings.append(Finding(f"{len(temps)} temporary file(s) of killed writers ({_gib(_size(temps))})",
-                                          lambda: (checkpoints.clear_temporaries(d), f"removed {len(temps)} "
-                                                   "temporary file(s)")[1]))
+                                          clear))
         if res is not None and res.get("status") in FINAL:
             _final(check, res)
         else:

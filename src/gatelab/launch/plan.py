@@ -17,7 +17,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 from omegaconf import OmegaConf
@@ -159,9 +159,12 @@ def resume_points(stack: list) -> dict[str, Optional[checkpoints.Point]]:
     todo = [Path(d) for c, d in stack if c.force or finished_results(d) is None]
     if not todo or stack[0][0].force:
         return {str(d): None for d in todo}
-    points = checkpoints.group_resume_point([d / checkpoints.CKPT_DIR for d in todo], checkpoints.group_of(todo),
-                                            peek=True)
-    return dict(zip(map(str, todo), points))
+    return dict(zip(map(str, todo), _points(todo)))
+
+
+def _points(dirs: list[Path]) -> list[Optional[checkpoints.Point]]:
+    return checkpoints.group_resume_point([d / checkpoints.CKPT_DIR for d in dirs], checkpoints.group_of(dirs),
+                                          peek=True)
 
 
 def state_of(d: Path, epochs: int, point=False) -> tuple[str, int]:
@@ -172,13 +175,22 @@ def state_of(d: Path, epochs: int, point=False) -> tuple[str, int]:
     if res is not None and res.get("status") in FINAL:
         return res["status"], 0
     if point is False:
-        point = resume_points([(OmegaConf.create({"force": False}), Path(d))])[str(d)]
+        point = _points([Path(d)])[0]
     status = "new" if res is None else trainer_of(d) if res["status"] == "running" else res["status"]
     if point is None:
         return (status if res is None or not res.get("history") else f"{status}, restarts from the start"), epochs
     epoch, batch = point.at
     at = f"epoch {epoch}" + (f", step {batch} of the next" if batch else "")
     return f"{'stopped' if res is None else status}, resumes after {at}", epochs - epoch
+
+
+class RunLeft(NamedTuple):
+    """One run of a job as the plan sees it: what is on disk and the optimiser steps left."""
+    config: object
+    dir: Path
+    state: str
+    steps: int  # net-steps left: optimiser steps of one net
+    stack: int  # the index of the stack it trains in
 
 
 def steps_per_epoch(c) -> int:
@@ -197,15 +209,14 @@ def _shown(d: Path) -> Path:
         return Path(d)
 
 
-def runs_left(job: Job) -> list[tuple[object, Path, str, int, int]]:
-    """Each run of a job: (config, directory, what is on disk, net-steps left: optimiser steps of one
-    net, the index of the stack it trains in)."""
+def runs_left(job: Job) -> list[RunLeft]:
+    """Each run of a job, with its state and the net-steps it has left."""
     out = []
     for k, stack in enumerate(job.stacks):
         points = resume_points(stack)
         for c, d in stack:
             state, left = state_of(d, int(c.epochs), points.get(str(d)))
-            out.append((c, d, state, left * steps_per_epoch(c), k))
+            out.append(RunLeft(c, d, state, left * steps_per_epoch(c), k))
     return out
 
 

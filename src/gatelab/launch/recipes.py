@@ -132,18 +132,18 @@ def expand(run_set: list[str]) -> list[list[str]]:
 @dataclass
 class Step:
     """One job of a wave: its overrides (``train_prerequisites=false``: an earlier wave trains them),
-    the job the planner makes of them, and its runs: (config, directory, state, net-steps left, stack)."""
+    the job the planner makes of them, and its runs (:class:`gatelab.launch.plan.RunLeft`)."""
     overrides: list[str]
     job: plan.Job
-    runs: list[tuple]
+    runs: list[plan.RunLeft]
 
     @property
     def steps_left(self) -> int:
-        return sum(r[3] for r in self.runs)
+        return sum(r.steps for r in self.runs)
 
     def priced(self) -> list[tuple]:
         """What :func:`gatelab.launch.costs.price` takes: (config, net-steps, stack) per run."""
-        return [(c, left, (id(self), k)) for c, _, _, left, k in self.runs]
+        return [(r.config, r.steps, (id(self), r.stack)) for r in self.runs]
 
 
 def plan_recipe(r: Recipe, check: bool = True) -> list[list[Step]]:
@@ -179,14 +179,14 @@ def describe(r: Recipe, waves: list[list[Step]], scale: str, table: Optional[dic
     for i, wave in enumerate(waves, 1):
         lines.append(f"wave {i}: {len(wave)} job(s)" + (" (after wave %d)" % (i - 1) if i > 1 else ""))
         for s in wave:
-            states = sorted({r[2].split(",")[0] for r in s.runs})
+            states = sorted({r.state.split(",")[0] for r in s.runs})
             price = costs.price(s.priced(), table)
             lines.append(f"  {s.job.name}: {len(s.runs)} run(s) [{', '.join(states)}], "
                          f"{s.steps_left:,} net-steps left, {costs.words(price, table)}")
             for k, v in price.items():
                 total[k] = None if v is None or total.get(k, 0.0) is None else total.get(k, 0.0) + v
             n_runs += len(s.runs)
-            done += sum(r[3] == 0 for r in s.runs)
+            done += sum(r.steps == 0 for r in s.runs)
     for f in r.figures:
         lines.append(f"figure step (trains the runs it needs itself, not priced here): python -m {' '.join(f)}")
     for rep in r.reports:
