@@ -73,7 +73,14 @@ def test_figure7_and_8_on_tiny_data(tiny_root, tmp_path):
     df = dgn.figures7_8(scale, [f"out_root={tmp_path / 'runs'}", f"data.root={tiny_root}", "device=cpu"], tmp_path)
     assert set(df.network) == {"soft-GaLU β=4", "soft-ReLU β=4", "ReLU", "GaLU frozen", "frozen ReLU", "learned gates"}
     nu = pd.read_csv(tmp_path / "dgn_figure8.csv")
-    assert sorted(nu.epoch.unique()) == [0, 1, 2] and (nu.nu > 0).all()
+    assert sorted(nu.epoch.unique()) == [0, 1, 2] and (nu.nu > 0).all() and (nu.nu_value > 0).all()
+    by = nu.set_index(["network", "epoch"])
+    # Fig 8's Gram choices: a tied ReLU net's NTK is its value block alone; the gating block Kᵃ exists
+    # for the soft-gated net only (hard gates have no gradient), and there ν(K̂ᵃ) = trace(Kᵃ)·ν(Kᵃ) > 0
+    assert by.loc["ReLU"].nu.tolist() == pytest.approx(by.loc["ReLU"].nu_value.tolist(), rel=1e-9)
+    assert by.loc["soft-GaLU β=4"].nu_gate.notna().all() and (by.loc["soft-GaLU β=4"].nu_gate_raw > 0).all()
+    assert by.drop("soft-GaLU β=4").nu_gate.isna().all()
+    assert (by.loc["soft-GaLU β=4"].nu != by.loc["soft-GaLU β=4"].nu_value).all()
     assert (tmp_path / "dgn_figure7.png").stat().st_size > 0
 
 
@@ -164,7 +171,7 @@ def test_dgn_figures_2_7_and_8_show_the_seed_spread_where_the_csv_has_it():
     fig = figures.figure8_plot(nu, scale)  # std 63.6 > mean 55: a linear band would cross zero
     band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
     assert band.min() == pytest.approx(55 / (1 + 0.5 * 90 * 2 ** 0.5 / 55)) and band.min() > 0
-    assert "mean ± std of 2 seed(s)" in fig.axes[0].get_title()
+    assert "mean ± std of 2 seed(s)" in fig._suptitle.get_text()
     plt.close(fig)
     entries = dgn.frg_entries({"depths": [2, 4], "entry_runs": 3}, __import__("torch").Generator().manual_seed(0))
     for frame, bands in ((entries, 2), (entries.drop(columns=["diag_std", "offdiag_std"]), 0)):  # an older CSV

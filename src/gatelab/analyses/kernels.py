@@ -69,10 +69,11 @@ def ntk_blocks(model: DGN, x: torch.Tensor, chunk: int = 50) -> dict[str, torch.
     return blocks
 
 
-def nu(h: torch.Tensor, y: torch.Tensor) -> float:
-    """ν = yᵀ Ĥ⁻¹ y with Ĥ = H / trace(H) (paper 001 Fig. 3 middle), in float64."""
+def nu(h: torch.Tensor, y: torch.Tensor, normalise: bool = True) -> float:
+    """ν = yᵀ Ĥ⁻¹ y with Ĥ = H / trace(H) (paper 001 Fig. 3 middle), in float64; ``normalise=False``:
+    yᵀ H⁻¹ y (paper 002 Fig. 8 iii, H = Kᵃ)."""
     h = h.double()
-    h_hat = h / torch.trace(h)
+    h_hat = h / torch.trace(h) if normalise else h
     return float(y.double() @ torch.linalg.solve(h_hat, y.double()))
 
 

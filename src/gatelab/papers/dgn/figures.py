@@ -245,14 +245,28 @@ FIG7_NETWORKS = {  # label -> regime overrides (paper 002 Table 3 and experiment
 NU_NETWORKS = ("soft-GaLU β=4", "ReLU", "GaLU frozen", "learned gates")
 
 
+NU_COLUMNS = {  # column -> (Gram matrix H_t, paper 002 Fig 8 panel); Kʷ = Ψʷᵀ Ψʷ, Kᵃ = Ψᵃᵀ Ψᵃ (§4, K = Kʷ + Kᵃ)
+    "nu": (r"$\hat K_t$", "i"),
+    "nu_value": (r"$\hat K^w_t$", r"ii (the paper prints $\hat K_t$ twice: we read the value block)"),
+    "nu_gate_raw": (r"$K^a_t$ (not normalised)", "iii"),
+    "nu_gate": (r"$\hat K^a_t$", "iv"),
+}
+
+
 def _nu_over_training(cfg, run_dir: Path, every: int) -> list[dict]:
-    """ν_t of the trace-normalised NTK (all trainable and gating parameters) on 200 training examples."""
+    """ν_t = yᵀ H_t⁻¹ y on 200 training examples for each Gram choice of ``NU_COLUMNS``: the whole NTK
+    (all trainable and gating parameters) and its value block, trace-normalised, and the gating block
+    Kᵃ (soft gates only: hard gates have no gradient, so Kᵃ = 0 and its ν is NaN) raw and normalised."""
     data = data_mod.load(cfg.dataset, cfg.data, "cpu")
     x, y = examples(data, 200)
     rows = []
     for ep in range(0, cfg.epochs + 1, every):
         blocks = kernels.ntk_blocks(model_at(cfg, run_dir, ep, data).double(), x.double(), chunk=50)
-        rows.append({"epoch": ep, "nu": kernels.nu(sum(blocks.values()), y)})
+        gate = blocks.get("feature")
+        has_gate = gate is not None and float(torch.trace(gate)) > 0
+        rows.append({"epoch": ep, "nu": kernels.nu(sum(blocks.values()), y), "nu_value": kernels.nu(blocks["value"], y),
+                     "nu_gate_raw": kernels.nu(gate, y, normalise=False) if has_gate else math.nan,
+                     "nu_gate": kernels.nu(gate, y) if has_gate else math.nan})
     return rows
 
 
@@ -274,7 +288,7 @@ def figure7_8_data(scale: dict, common: list[str]) -> tuple[pd.DataFrame, pd.Dat
                         "test_acc": h["test_acc"]} for h in res["history"]]
             if label in NU_NETWORKS:
                 nus += [{"network": label, "seed": seed, **row} for row in _nu_over_training(cfg, run_dir, every)]
-    return _mean_std(pd.DataFrame(curves), ["train_acc", "test_acc"]), _mean_std(pd.DataFrame(nus), ["nu"])
+    return _mean_std(pd.DataFrame(curves), ["train_acc", "test_acc"]), _mean_std(pd.DataFrame(nus), list(NU_COLUMNS))
 
 
 def _mean_std(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -309,16 +323,20 @@ def _data_text(scale: dict) -> str:
 
 
 def figure8_plot(nu_df: pd.DataFrame, scale: dict):
-    """ν_t of the trace-normalised NTK over training (log scale: the paper's ordering is at the end)."""
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
-    ax.set_yscale("log")
-    for label, sub in nu_df.groupby("network"):
-        ax.plot(sub.epoch, sub.nu, "o-", label=label)
-        _spread(ax, sub.epoch, sub.nu, sub.get("nu_std"))
-    ax.set(xlabel="epoch", ylabel=r"$\nu_t = y^\top \hat K_t^{-1} y$")
-    ax.set_title(f"Binary-MNIST, 200 examples, {_stat(nu_df, 'nu')} of {scale['seeds']} seed(s)", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
-    plotting.caption(fig, "002", "Fig 8")
+    """ν_t = yᵀ H_t⁻¹ y over training, one panel per Gram choice of ``NU_COLUMNS`` that the CSV has
+    (log scale: the paper's ordering is at the end); the gating-block panels have the soft-gated net only."""
+    cols = [c for c in NU_COLUMNS if c in nu_df and nu_df[c].notna().any()]
+    fig, axes = plt.subplots(1, len(cols), figsize=(5.0 * len(cols), 3.8), squeeze=False)
+    for ax, col in zip(axes[0], cols):
+        ax.set_yscale("log")
+        for label, sub in nu_df[nu_df[col].notna()].groupby("network"):
+            ax.plot(sub.epoch, sub[col], "o-", label=label)
+            _spread(ax, sub.epoch, sub[col], sub.get(f"{col}_std"))
+        gram, panel = NU_COLUMNS[col]
+        ax.set(xlabel="epoch", ylabel=r"$\nu_t = y^\top H_t^{-1} y$")
+        ax.set_title(f"({panel}) H = {gram}", fontsize=8)
+        ax.legend(fontsize=7, loc="upper right")
+    plotting.caption(fig, "002", "Fig 8", f"Binary-MNIST, 200 examples, {_stat(nu_df, 'nu')} of {scale['seeds']} seed(s)")
     return fig
 
 
