@@ -50,6 +50,36 @@ def test_frg_gram_entries_follow_eq_5():
     assert float(spectrum.sum()) == pytest.approx(200.0) and float(spectrum[-1]) == pytest.approx(1 + 199 / 8)
 
 
+def test_experiment_8_dln_kernel_and_rate():
+    """Paper 002 experiment 8: a DLN with ±σ weights, σ² = 1/w, d_in = n = 1. At d = 2, K0 = w σ² + w σ² = 2
+    in every draw; at any depth the first GD step's rate is (1 − α K0)² to first order in α = 0.1/d
+    (the ideal 0.81 where K0 = E[K0] = d), and K_t and the rate move only once training has begun."""
+    import torch
+    scale = dict(depths=[2, 4], w=64, runs=3, steps=8, rate=0.81)
+    df = dgn.exp8_data(scale)
+    first = df[df.step == 0]
+    assert first[first.depth == 2].K.tolist() == pytest.approx([2.0] * 3, rel=1e-12)
+    for r in first.itertuples():
+        assert r.rate == pytest.approx((1 - 0.1 / r.depth * r.K) ** 2, abs=0.02)
+    assert (df[df.step == 0].K_over_K0 == 1).all() and (df.groupby(["depth", "run"]).K_over_K0.last() > 1).all()
+    summ = dgn.exp8_summary(df)
+    assert summ.K0_ideal.tolist() == [2.0, 4.0] and summ.K0.iloc[0] == pytest.approx(2.0)
+    # Figure 4's inputs: the paper's experiment 2 (U([-1,1]^2), n=100) and the sphere variant
+    from gatelab.papers.dgn.figures import _inputs
+    x, y, d_in = _inputs("galu", torch.Generator().manual_seed(0))
+    assert x.shape == (100, 2) and d_in == 2 and x.abs().max() <= 1 and y.shape == (100,)
+    x, _, d_in = _inputs("relu", torch.Generator().manual_seed(0), "sphere10")
+    assert x.shape == (200, 10) and x.norm(dim=1).tolist() == pytest.approx([1.0] * 200)
+
+
+def test_figure10_writes_and_replots(tmp_path):
+    from gatelab.papers.dgn import figures
+    summ = figures.figure10(tmp_path, dict(depths=[2, 3], w=16, runs=2, steps=5, rate=0.81))
+    assert summ.depth.tolist() == [2, 3] and pd.read_csv(tmp_path / "dgn_figure10_summary.csv").depth.tolist() == [2, 3]
+    (tmp_path / "dgn_figure10.png").unlink()
+    assert "dgn_figure10" in figures.replot(tmp_path, "quick") and (tmp_path / "dgn_figure10.png").stat().st_size > 0
+
+
 def test_dgn_figures_write_files_and_gd_converges(tmp_path):
     scale = dict(depths=[2, 4], widths=[16], runs=1, entry_runs=2, steps=20, w_galu=16)
     for kind, res in dgn.figures1_4(scale, tmp_path).items():

@@ -1,17 +1,21 @@
-"""Paper 002, "Deep Gated Networks": Table 4 and Figures 1-4, 7, 8.
+"""Paper 002, "Deep Gated Networks": Table 4 and Figures 1-4, 7, 8, 10.
 
 ``python -m gatelab.papers.dgn table4 --runs outputs/table4 --out outputs/reports/table4``
 ``python -m gatelab.papers.dgn figures1-4 --scale quick --out outputs/reports/dgn-figures``
 ``python -m gatelab.papers.dgn figures7-8 --scale quick --runs outputs/dgn7-quick --out outputs/reports/dgn-figures``
+``python -m gatelab.papers.dgn figure10 --out outputs/reports/dgn-figures`` (experiment 8, seconds)
 ``python -m gatelab.papers.dgn replot --scale paper --out outputs/reports/dgn-figures-paper`` (redraw from the CSVs)
 
 * Table 4: CIFAR-10, Adam 3e-4, the VCONV-shaped conv net: DLN, ReLU and soft-ReLU for β × ε; mean
   over seeds of each run's best train and best test accuracy, beside the published values.
 * Figures 1-3 (experiments 1-2): DGN with fixed random gates Ber(µ) (DGN-FRG) on x=1, y~U[-1,1],
   n=200: e.c.d.f of the Gram matrix K0/d against eq. (5), its entries, and GD convergence vs depth.
-  Figure 4: the same for GaLU and ReLU networks.
+  Figure 4: the same for GaLU and ReLU networks on experiment 2's x ~ U([-1,1]²), n=100
+  (``--inputs sphere10``: a variant on the unit sphere of R^10).
 * Figures 7-8 (experiments 3-5): Binary-MNIST, adaptable vs frozen and learned vs random gates, and
-  ν_t = yᵀ K̂_t⁻¹ y of each network's NTK over training.
+  ν_t = yᵀ H_t⁻¹ y over training for the paper's four Gram choices (K̂, K̂ʷ, Kᵃ, K̂ᵃ).
+* Figure 10 (experiment 8): a deep linear network on one example, K0 against depth (E[K0] = d) and
+  the GD rate against the ideal 0.81.
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ from gatelab.papers import plotting, report
 from gatelab.papers.dgn.figures import (  # noqa: F401
     FRG_SCALES, frg_network, ideal_frg_spectrum, frg_entries, frg_data, figure1_plot,
     figure2_plot, convergence_plot, figures1_4, FIG7_SCALES, FIG7_NETWORKS, NU_NETWORKS,
-    figure7_8_data, figure7_plot, figure8_plot, figures7_8, replot)
+    figure7_8_data, figure7_plot, figure8_plot, figures7_8, replot, FIG4_INPUTS, EXP8, exp8_data, exp8_summary,
+    figure10)
 from gatelab.papers.dgn.table4 import (  # noqa: F401
     TABLE4_BETAS, PAPER_TABLE4, table4, render_table4_markdown, write_table4)
 
@@ -31,6 +36,12 @@ def main(argv=None) -> None:
     ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
     f14 = sub.add_parser("figures1-4", help="Figures 1-4: Gram matrices and GD convergence vs depth")
     f78 = sub.add_parser("figures7-8", help="Figures 7-8: Binary-MNIST, adaptable / frozen / learned gates")
+    f10 = sub.add_parser("figure10", help="Figure 10 (experiment 8): a deep linear network on one example (seconds)")
+    f10.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
+    f14.add_argument("--kinds", nargs="*", choices=["frg", "galu", "relu"], default=["frg", "galu", "relu"],
+                     help="DGN-FRG (Figs 1-3), GaLU and ReLU (Fig 4)")
+    f14.add_argument("--inputs", choices=sorted(FIG4_INPUTS), default="square",
+                     help="Figure 4's inputs: " + "; ".join(f"{k}: {v}" for k, v in FIG4_INPUTS.items()))
     for p, scales in ((f14, FRG_SCALES), (f78, FIG7_SCALES)):
         p.add_argument("--scale", default="quick", choices=sorted(scales))
         p.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
@@ -47,9 +58,12 @@ def main(argv=None) -> None:
     if args.what == "replot":
         return plotting.replot("gatelab.papers.dgn", argv, args, replot)
     started = plotting.now()
+    if args.what == "figure10":
+        print(figure10(args.out).to_string(index=False))
+        return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, EXP8, started)
     if args.what == "figures1-4":
         scale = FRG_SCALES[args.scale]
-        for kind, res in figures1_4(scale, args.out).items():
+        for kind, res in figures1_4(scale, args.out, args.kinds, args.inputs).items():
             final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
             print(f"{kind}: final ‖e_t‖²/‖e_0‖² by (width, depth):\n{final.to_string()}\n")
             if kind == "frg":

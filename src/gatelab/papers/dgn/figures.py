@@ -42,13 +42,23 @@ def frg_network(n: int, w: int, d: int, gen: torch.Generator, mu: float = MU, ga
     return weights, g
 
 
-def _inputs(kind: str, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Experiment 1's data (x_s = 1, y_s ~ U[-1,1], n = 200), or for GaLU/ReLU (Figure 4) 200 points
-    uniform on the unit sphere of R^10 (inputs must differ for input-dependent gates) with the same y."""
-    y = 2.0 * torch.rand(N_EXAMPLES, generator=gen, dtype=torch.float64) - 1.0
+FIG4_INPUTS = {  # Figure 4's inputs: the paper's (experiment 2), and ours before it (a labelled variant)
+    "square": "x ~ U([-1,1]^2), n=100 (experiment 2)",
+    "sphere10": "x uniform on the unit sphere of R^10, n=200 (gatelab's variant)",
+}
+
+
+def _inputs(kind: str, gen: torch.Generator, inputs: str = "square") -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Experiment 1's data (x_s = 1, y_s ~ U[-1,1], n = 200); for GaLU/ReLU (Figure 4) experiment 2's
+    x_s ~ U([-1,1]²), y_s ~ U[-1,1], n = 100 (highly correlated inputs, by the paper's choice), or the
+    variant ``sphere10``: 200 points uniform on the unit sphere of R^10 with the same y."""
+    n = 100 if kind != "frg" and inputs == "square" else N_EXAMPLES
+    y = 2.0 * torch.rand(n, generator=gen, dtype=torch.float64) - 1.0
     if kind == "frg":
-        return torch.ones(N_EXAMPLES, 1, dtype=torch.float64), y, 1
-    x = torch.randn(N_EXAMPLES, 10, generator=gen, dtype=torch.float64)
+        return torch.ones(n, 1, dtype=torch.float64), y, 1
+    if inputs == "square":
+        return 2.0 * torch.rand(n, 2, generator=gen, dtype=torch.float64) - 1.0, y, 2
+    x = torch.randn(n, 10, generator=gen, dtype=torch.float64)
     return x / x.norm(dim=1, keepdim=True), y, 10
 
 
@@ -97,17 +107,17 @@ def frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def frg_data(scale: dict, kind: str = "frg") -> dict[str, pd.DataFrame]:
+def frg_data(scale: dict, kind: str = "frg", inputs: str = "square") -> dict[str, pd.DataFrame]:
     """Spectra of K0/d and GD convergence per (width, depth), averaged over runs; for ``frg`` also the
-    ideal spectrum of eq. (5) and the K0 entries (Figure 2)."""
+    ideal spectrum of eq. (5) and the K0 entries (Figure 2); ``inputs``: Figure 4's (``FIG4_INPUTS``)."""
     gen = torch.Generator().manual_seed(0)
     widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
     spectra, conv = [], []
     for w in widths:
         for d in scale["depths"]:
             for run in range(scale["runs"]):
-                x, y, d_in = _inputs(kind, gen)
-                weights, g = frg_network(N_EXAMPLES, w, d, gen, gates=kind, d_in=d_in)
+                x, y, d_in = _inputs(kind, gen, inputs)
+                weights, g = frg_network(len(x), w, d, gen, gates=kind, d_in=d_in)
                 gates = _gates_for(kind, g, x)
                 ev = torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x) / d)
                 for i, (a, b) in enumerate(zip(ev.tolist(), (ev / ev.max()).tolist())):
@@ -186,15 +196,15 @@ def figure2_plot(entries: pd.DataFrame, scale: dict):
         ax.set(xlabel="depth d", ylabel=title, xticks=list(entries.depth))
         ax.set_title(title, fontsize=9)
     axes[0].set_ylim(0, 1.3)
-    axes[0].legend(fontsize=7, loc="lower right")
+    axes[0].legend(fontsize=7, loc="best")
     axes[1].legend(fontsize=7, loc="upper right")
     plotting.caption(fig, "002", "Fig 2", f"entries of K0/d at initialisation, µ={MU}")
     return fig
 
 
-def convergence_plot(res: dict, widths: list, depths: list, name: str, runs: int, figure: str):
+def convergence_plot(res: dict, widths: list, depths: list, name: str, runs: int, figure: str, data: str = ""):
     """Figure 3 (DGN-FRG) / Figure 4 (GaLU, ReLU): ‖e_t‖²/‖e_0‖² and the cumulative eigenvalues of
-    K0/ρmax per width, means over ``runs`` random nets."""
+    K0/ρmax per width, means over ``runs`` random nets; ``data`` says which inputs."""
     conv, spec, color = res["convergence"], res["spectrum"], _depth_colors(depths)
     fig, axes = plt.subplots(1, 2 * len(widths), figsize=(4.2 * 2 * len(widths), 3.4))
     for i, w in enumerate(widths):
@@ -209,25 +219,123 @@ def convergence_plot(res: dict, widths: list, depths: list, name: str, runs: int
         axes[len(widths) + i].set(xlabel="eigenvalue index (ascending)", ylabel="cumulative eigenvalue of K0/ρmax")
         axes[len(widths) + i].set_title(f"{name}: spectrum of K0/ρmax, w={w}", fontsize=9)
     axes[0].legend(fontsize=7, loc="lower left")
-    plotting.caption(fig, "002", figure, f"{name}, n={N_EXAMPLES} examples, mean of {runs} random nets")
+    n = int(spec["index"].max()) if len(spec) else N_EXAMPLES
+    plotting.caption(fig, "002", figure, f"{name}, {data or f'n={n} examples'}, mean of {runs} random nets")
     return fig
 
 
-def figures1_4(scale: dict, out: Path) -> dict[str, dict]:
-    """Figures 1-3 (DGN-FRG) and 4 (GaLU, ReLU): PNG + PDF + CSV in ``out``."""
+FIG4_NAMES = {"square": "", "sphere10": "_sphere10"}  # file suffix per Figure 4 input set
+
+
+def figures1_4(scale: dict, out: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> dict[str, dict]:
+    """Figures 1-3 (DGN-FRG) and 4 (GaLU, ReLU, on ``inputs``): PNG + PDF + CSV in ``out``."""
     results = {}
     for kind, name in (("frg", "DGN-FRG"), ("galu", "GaLU"), ("relu", "ReLU")):
-        results[kind] = res = frg_data(scale, kind)
+        if kind not in kinds:
+            continue
+        results[kind] = res = frg_data(scale, kind, inputs)
         widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
-        fig_name = "dgn_figure3" if kind == "frg" else f"dgn_figure4_{kind}"
+        fig_name = "dgn_figure3" if kind == "frg" else f"dgn_figure4_{kind}{FIG4_NAMES[inputs]}"
         if kind == "frg":
             plotting.save(figure1_plot(res, scale), pd.concat([res["spectrum"].assign(source="measured"),
                                                                res["ideal"].assign(source="ideal")]), out, "dgn_figure1")
             plotting.save(figure2_plot(res["entries"], scale), res["entries"], out, "dgn_figure2")
-        plotting.save(convergence_plot(res, widths, scale["depths"], name, scale["runs"], "Fig 3" if kind == "frg" else "Fig 4"),
-                      res["convergence"], out, fig_name)
+        data = "" if kind == "frg" else FIG4_INPUTS[inputs]
+        plotting.save(convergence_plot(res, widths, scale["depths"], name, scale["runs"],
+                                       "Fig 3" if kind == "frg" else "Fig 4", data), res["convergence"], out, fig_name)
         res["spectrum"].to_csv(Path(out) / f"{fig_name}_spectrum.csv", index=False, float_format="%.6g")
     return results
+
+
+# ---- Figure 10 (experiment 8): a deep linear network on one example ----
+
+EXP8 = dict(depths=[2, 4, 6, 8, 10], w=100, runs=5, steps=60, rate=0.81)
+
+
+def exp8_data(scale: dict = EXP8) -> pd.DataFrame:
+    """Experiment 8 (paper 002, appendix): a DLN (all gates 1), d_in = n = 1, (x, y) = (1, 1), width w,
+    weights ±σ with σ² = 1/w (Assumption 1), full-batch GD at α = 0.1/d on ½e². Corollary 8.1:
+    E[K0] = d(wσ²)^(d−1) = d, so the expected rate is e²_{t+1}/e²_t = (1 − αK0)² = 0.81. Per (depth,
+    run, step): e²_t, the rate e²_{t+1}/e²_t, K_t, K_t/K_0 and ‖Θ_t‖ (the weights' L2 norm) and ‖Θ_t‖/‖Θ_0‖."""
+    gen = torch.Generator().manual_seed(0)
+    x, y, rows = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, dtype=torch.float64), []
+    for d in scale["depths"]:
+        alpha = 0.1 / d
+        for run in range(scale["runs"]):
+            weights, gates = frg_network(1, scale["w"], d, gen, mu=1.0)  # Ber(1) gates: all on
+            ws = [w.clone().requires_grad_(True) for w in weights]
+            k0 = None
+            for t in range(scale["steps"] + 1):
+                k = float(kernels.gated_ntk([w.detach() for w in ws], gates, x)[0, 0])
+                k0 = k if k0 is None else k0
+                e = kernels.gated_forward(ws, gates, x)[0] - y
+                norm = float(torch.sqrt(sum(w.detach().square().sum() for w in ws)))
+                norm0 = norm if t == 0 else norm0
+                rows.append({"depth": d, "width": scale["w"], "run": run, "step": t, "err2": float(e.detach().square().sum()),
+                             "K": k, "K_over_K0": k / k0, "weight_norm": norm, "norm_over_norm0": norm / norm0})
+                grads = torch.autograd.grad(0.5 * e.square().sum(), ws)
+                with torch.no_grad():
+                    for w, g in zip(ws, grads):
+                        w -= alpha * g
+    df = pd.DataFrame(rows)
+    df["rate"] = df.groupby(["depth", "run"]).err2.shift(-1) / df.err2
+    return df
+
+
+def exp8_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per depth: K0 (mean ± std over runs) against E[K0] = d, the first step's rate against 0.81, and the
+    mean rate over the steps until e² falls below 1e-20 (float64's floor for e)."""
+    first = df[df.step == 0]
+    live = df[(df.err2 > 1e-20) & df.rate.notna()]
+    out = first.groupby("depth").agg(K0=("K", "mean"), K0_std=("K", "std"), rate_first=("rate", "mean")).reset_index()
+    out["K0_ideal"] = out.depth.astype(float)
+    out["rate_mean"] = out.depth.map(live.groupby("depth").rate.mean())
+    out["rate_ideal"] = EXP8["rate"]
+    return out
+
+
+def figure10_plot(df: pd.DataFrame):
+    """The four panels of Figure 10: K0 against depth (beside E[K0] = d), the rate e²_{t+1}/e²_t (beside
+    0.81), K_t/K_0 and ‖Θ_t‖/‖Θ_0‖ over GD steps, means over runs (all read from ``df``)."""
+    depths, runs, w = sorted(df.depth.unique()), df.run.nunique(), report_width(df)
+    scale = dict(depths=depths, runs=runs, w=w, rate=EXP8["rate"])
+    mean = df.groupby(["depth", "step"], as_index=False)[["rate", "K_over_K0", "norm_over_norm0", "err2"]].mean()
+    summ, color = exp8_summary(df), _depth_colors(scale["depths"])
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
+    axes[0].errorbar(summ.depth, summ.K0, summ.K0_std, marker="o", capsize=2, label=f"measured, {scale['runs']} runs")
+    axes[0].plot(summ.depth, summ.K0_ideal, "k:", label="E[K0] = d (Cor. 8.1)")
+    axes[0].set(xlabel="depth d", ylabel="K0", xticks=scale["depths"], title="K0 against depth")
+    for d in scale["depths"]:
+        sub = mean[(mean.depth == d) & (mean.err2 > 1e-20)]
+        axes[1].plot(sub.step, sub.rate, color=color[d], label=f"d={d}")
+        sub = mean[mean.depth == d]
+        axes[2].plot(sub.step, sub.K_over_K0, color=color[d], label=f"d={d}")
+        axes[3].plot(sub.step, sub.norm_over_norm0, color=color[d], label=f"d={d}")
+    axes[1].axhline(scale["rate"], color="k", ls=":", label="ideal (1 − 0.1)² = 0.81")
+    axes[1].set(xlabel="GD step (α = 0.1/d)", ylabel="e²_{t+1} / e²_t", title="convergence rate")
+    axes[2].set(xlabel="GD step", ylabel="K_t / K_0", title="growth of K_t")
+    axes[3].set(xlabel="GD step", ylabel="‖Θ_t‖₂ / ‖Θ_0‖₂", title="growth of the weights' norm")
+    for ax in axes:
+        ax.title.set_fontsize(9)
+    axes[0].legend(fontsize=7, loc="best")
+    axes[1].set_ylim(top=1.0)
+    axes[1].legend(fontsize=7, loc="upper right", ncol=2)
+    plotting.caption(fig, "002", "Fig 10 (experiment 8)",
+                     f"DLN, d_in=n=1, (x, y)=(1, 1), w={scale['w']}, σ²=1/w, mean of {scale['runs']} runs")
+    return fig
+
+
+def report_width(df: pd.DataFrame):
+    return int(df.width.iloc[0]) if "width" in df else EXP8["w"]
+
+
+def figure10(out: Path, scale: dict = EXP8) -> pd.DataFrame:
+    """Figure 10: ``dgn_figure10.{png,pdf,csv}`` (per depth, run and step) and ``dgn_figure10_summary.csv``."""
+    df = exp8_data(scale)
+    plotting.save(figure10_plot(df), df, out, "dgn_figure10")
+    summ = exp8_summary(df)
+    summ.to_csv(Path(out) / "dgn_figure10_summary.csv", index=False, float_format="%.6g")
+    return summ
 
 
 # ---- Figures 7-8: adaptable vs frozen, learned vs random gates (experiments 3-5) ----
@@ -360,14 +468,19 @@ def replot(out: Path, scale: str) -> list[str]:
     if (entries := csv("dgn_figure2")) is not None:
         plotting.save(figure2_plot(entries, frg), entries, out, "dgn_figure2")
         done.append("dgn_figure2")
-    for name, label, widths in (("dgn_figure3", "DGN-FRG", frg["widths"]), ("dgn_figure4_galu", "GaLU", [frg["w_galu"]]),
-                                ("dgn_figure4_relu", "ReLU", [frg["w_galu"]])):
+    figs = [("dgn_figure3", "DGN-FRG", frg["widths"], "")]
+    figs += [(f"dgn_figure4_{kind}{suffix}", label, [frg["w_galu"]], FIG4_INPUTS[inputs])
+             for inputs, suffix in FIG4_NAMES.items() for kind, label in (("galu", "GaLU"), ("relu", "ReLU"))]
+    for name, label, widths, data in figs:
         conv, spec = csv(name), csv(f"{name}_spectrum")
         if conv is not None and spec is not None:
             fig = convergence_plot({"convergence": conv, "spectrum": spec}, widths, frg["depths"], label, frg["runs"],
-                                   "Fig 3" if name == "dgn_figure3" else "Fig 4")
+                                   "Fig 3" if name == "dgn_figure3" else "Fig 4", data)
             plotting.save(fig, conv, out, name)
             done.append(name)
+    if (exp8 := csv("dgn_figure10")) is not None:
+        plotting.save(figure10_plot(exp8), exp8, out, "dgn_figure10")
+        done.append("dgn_figure10")
     if (df := csv("dgn_figure7")) is not None:
         plotting.save(figure7_plot(df, fig7), df, out, "dgn_figure7")
         done.append("dgn_figure7")
