@@ -132,7 +132,7 @@ def test_xor_theory_and_relu():
 
 
 def test_toy_figures_render_under_the_strict_figure_check(tmp_path):
-    """Figs 3c, 4e-f, 5b, 5c and 6 on fewer runs: no text over another axes, no legend over data
+    """Figs 3c, 4e-h, 5b, 5c, 6 and 6d on fewer runs: no text over another axes, no legend over data
     (GATELAB_STRICT_FIGURES, set by conftest, makes either an error)."""
     from gatelab.papers.routing import toy_figures
     threads = torch.get_num_threads()
@@ -142,4 +142,19 @@ def test_toy_figures_render_under_the_strict_figure_check(tmp_path):
     finally:
         torch.set_num_threads(threads)
     assert sorted(p.stem for p in tmp_path.glob("*.png")) == [
-        "fig3_xor", "fig4_routing", "fig5b_race", "fig5c_k_sweep", "fig6_init_scale"]
+        "fig3_xor", "fig4_routing", "fig4gh_representation", "fig5b_race", "fig5c_k_sweep", "fig6_init_scale",
+        "fig6d_outputs"]
+
+
+def test_output_grid_tiles_every_pair_and_rsa_is_a_cosine_matrix():
+    """Fig 4h / 6d: block (i, j) of the grid is Ŷ_ij of :func:`forward`; Fig 4g: unit diagonal, symmetric."""
+    X, Y = rt.toy_data()
+    net = rt.init_random(2, M=3, hidden=8, sigma0=0.7, seed=1)
+    grid, out = rt.output_grid(net, X, 1), rt.forward(net, X)[2][1]
+    assert grid.shape == (3 * Y.shape[0], 3 * Y.shape[1])
+    for i in range(3):
+        for j in range(3):
+            np.testing.assert_array_equal(grid[i * 7:(i + 1) * 7, j * 4:(j + 1) * 4], out[i, j].numpy())
+    rsa = rt.rsa_matrix(net, X, 1)
+    np.testing.assert_allclose(np.diag(rsa), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(rsa, rsa.T, atol=1e-15)

@@ -232,6 +232,13 @@ def rsa_matrix(net: RoutingNet, X: Tensor, run: int = 0) -> np.ndarray:
     return (flat @ flat.T).numpy()
 
 
+def output_grid(net: RoutingNet, X: Tensor, run: int = 0) -> np.ndarray:
+    """Fig 4h / 6d: the outputs Ŷ_ij of every (input i, output j) pair of one run tiled into one matrix,
+    (M·N_out, M·P): block (i, j) is Ŷ_ij (features × items)."""
+    out = forward(net, X)[2][run]  # (M_in, M_out, N_out, P)
+    return out.permute(0, 2, 1, 3).reshape(out.shape[0] * out.shape[2], -1).numpy()
+
+
 # ----------------------------------------------------------------------------------------------
 # Reduced dynamics (eq. 10 → eqs 44-46, 13-17)
 # ----------------------------------------------------------------------------------------------

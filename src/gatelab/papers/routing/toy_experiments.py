@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from gatelab.papers.routing.toy import HIDDEN, K_FIG4, LR_FIG4, M_FIG4, SIGMA0, STEPS_FIG4, B0_DECOUPLED, DTYPE, Tensor, cross_domain_similarity, init_decoupled, init_random, integrate, pair_errors, pair_mask, race_rhs, reduced_loss, reduced_routing, rsa_matrix, split_errors, task_statistics, time_scale, toy_data, train
+from gatelab.papers.routing.toy import HIDDEN, K_FIG4, LR_FIG4, M_FIG4, SIGMA0, STEPS_FIG4, B0_DECOUPLED, DTYPE, Tensor, cross_domain_similarity, init_decoupled, init_random, integrate, output_grid, pair_errors, pair_mask, race_rhs, reduced_loss, reduced_routing, rsa_matrix, split_errors, task_statistics, time_scale, toy_data, train
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ def init_scale_sweep(sigma0s: Optional[Sequence[float]] = None, steps: int = 700
     """Fig 6: σ₀ ∈ linspace(.2, 2.5, 6), 700 steps, λ(σ₀) = .006/σ₀^⅓ (authors' notebook), orthogonal init.
 
     Per σ₀ (mean over ``n_runs``): loss curve, trained / untrained pair error, cross-domain same-item
-    cosine of h1, and the RSA matrix of the first run."""
+    cosine of h1, and the RSA matrix (6c) and every pair's outputs (6d) of the first run."""
     X, Y = toy_data()
     sigma0s = list(np.linspace(0.2, 2.5, 6) if sigma0s is None else sigma0s)
     lr = lr or (lambda s: 0.006 / s ** (1 / 3))
@@ -164,7 +164,8 @@ def init_scale_sweep(sigma0s: Optional[Sequence[float]] = None, steps: int = 700
     return {"sigma0": sigma0s, "loss": loss.reshape(steps + 1, *shape).mean(2),
             "trained_err": tr.reshape(shape).mean(1), "untrained_err": un.reshape(shape).mean(1),
             "similarity": sim.reshape(shape).mean(1),
-            "rsa": [rsa_matrix(net, X, i * n_runs) for i in range(len(sigma0s))]}
+            "rsa": [rsa_matrix(net, X, i * n_runs) for i in range(len(sigma0s))],
+            "outputs": [output_grid(net, X, i * n_runs) for i in range(len(sigma0s))]}
 
 
 # ----------------------------------------------------------------------------------------------

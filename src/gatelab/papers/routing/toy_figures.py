@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 Tensor = torch.Tensor
-from gatelab.papers.routing.toy import K_FIG4, M_FIG4, PAPER_ZERO_SHOT
+from gatelab.papers.routing.toy import K_FIG4, M_FIG4, PAPER_ZERO_SHOT, output_grid, pair_mask, rsa_matrix, toy_data
 from gatelab.papers.routing.toy_experiments import decoupled_vs_reduction, init_scale_sweep, k_sweep, pathway_race, random_vs_reduction, step_size_scaling, xor_curves
 
 
@@ -64,7 +64,8 @@ def summary(res: Optional[dict] = None) -> dict:
 
 
 def figures(out_dir, res: Optional[dict] = None) -> dict:
-    """fig3_xor, fig4_routing, fig5b_race, fig5c_k_sweep, fig6_init_scale (PNG+PDF+CSV); returns summary."""
+    """fig3_xor, fig4_routing, fig4gh_representation, fig5b_race, fig5c_k_sweep, fig6_init_scale,
+    fig6d_outputs (PNG+PDF+CSV); returns summary."""
     import pandas as pd
 
     from gatelab.papers.plotting import caption, plt, save
@@ -83,8 +84,76 @@ def figures(out_dir, res: Optional[dict] = None) -> dict:
     save(fig, pd.DataFrame({"step": xo["t"], "theory": xo["theory"], "relu_mean": xo["relu"].mean(1)}), out, "fig3_xor")
 
     _figure4(res, out, plt, save, pd, caption)
+    _figure4gh(res, out, plt, save, pd, caption)
     _figures5_6(res, out, plt, save, pd, caption)
+    _figure6d(res, out, plt, save, pd, caption)
     return summary(res)
+
+
+def _matrices_csv(pd, panels: dict):
+    """Long form of the matrices a figure draws: one line per (panel, row, column, value)."""
+    return pd.DataFrame([{"panel": name, "row": r, "col": c, "value": float(v)}
+                         for name, m in panels.items() for (r, c), v in np.ndenumerate(np.asarray(m))])
+
+
+def _draw_grid(ax, grid: np.ndarray, mask, n_out: int, n_items: int, vmax: float):
+    """One output grid (:func:`output_grid`): block (i, j) is Ŷ_ij; untrained pairs framed in black."""
+    im = ax.imshow(grid, cmap="coolwarm", vmin=-vmax, vmax=vmax, interpolation="nearest")
+    M = grid.shape[0] // n_out
+    for i in range(M):
+        for j in range(M):
+            if not bool(mask[i, j]):
+                ax.add_patch(plt_rect((j * n_items - 0.5, i * n_out - 0.5), n_items, n_out))
+    ax.set(xticks=[(j + 0.5) * n_items - 0.5 for j in range(M)], xticklabels=range(M),
+           yticks=[(i + 0.5) * n_out - 0.5 for i in range(M)], yticklabels=range(M),
+           xlabel="output domain j (items within)", ylabel="input domain i (features within)")
+    return im
+
+
+def plt_rect(xy, w, h):
+    from matplotlib.patches import Rectangle
+    return Rectangle(xy, w, h, fill=False, edgecolor="k", lw=1.2)
+
+
+def _figure4gh(res: dict, out: Path, plt, save, pd, caption) -> None:
+    """Fig 4g: the cosine similarity of first-hidden-layer codes of every (input domain, item), first
+    random-init run; 4h: every pair's output at the end of training, untrained pairs framed, beside the target."""
+    X, Y = toy_data()
+    net, mask = res["random"]["net"], pair_mask(M_FIG4, K_FIG4)
+    rsa, grid = rsa_matrix(net, X, 0), output_grid(net, X, 0)
+    vmax = float(np.abs(Y.numpy()).max())
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), layout="constrained", width_ratios=[1.0, 0.8, 0.25])
+    im = axes[0].imshow(rsa, cmap="coolwarm", vmin=-1, vmax=1, interpolation="nearest")
+    axes[0].set(title="Fig 4g: cosine of hidden codes h1 (layer 1)", xlabel="(input domain, item), domain-major",
+                ylabel="(input domain, item)", xticks=[], yticks=[])
+    fig.colorbar(im, ax=axes[0], fraction=0.04)
+    im = _draw_grid(axes[1], grid, mask, Y.shape[0], Y.shape[1], vmax)
+    axes[1].set_title("Fig 4h: outputs Ŷ_ij at the end (untrained pairs framed)")
+    axes[2].imshow(Y.numpy(), cmap="coolwarm", vmin=-vmax, vmax=vmax, interpolation="nearest")
+    axes[2].set(title="target Y", xlabel="item", ylabel="feature", xticks=range(Y.shape[1]), yticks=range(Y.shape[0]))
+    for ax in axes:
+        ax.title.set_fontsize(9)
+    fig.colorbar(im, ax=axes[1:], fraction=0.04)
+    caption(fig, "003", "Fig 4g-h", f"toy routing task, M={M_FIG4}, K={K_FIG4}, first of "
+            f"{res['random']['loss_sim'].shape[1]} random-init runs")
+    save(fig, _matrices_csv(pd, {"4g_rsa": rsa, "4h_outputs": grid, "target": Y.numpy()}), out, "fig4gh_representation")
+
+
+def _figure6d(res: dict, out: Path, plt, save, pd, caption) -> None:
+    """Fig 6d: every pair's output at the end of training for the smallest, a middle and the largest σ₀."""
+    X, Y = toy_data()
+    ini, mask = res["init"], pair_mask(M_FIG4, K_FIG4)
+    n = len(ini["sigma0"])
+    picks = (0, n // 2, n - 1)
+    vmax = float(np.abs(Y.numpy()).max())
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained")
+    for ax, i in zip(axes, picks):
+        im = _draw_grid(ax, ini["outputs"][i], mask, Y.shape[0], Y.shape[1], vmax)
+        ax.set_title(f"σ₀={ini['sigma0'][i]:.2f}: untrained error {ini['untrained_err'][i]:.3g}", fontsize=9)
+    fig.colorbar(im, ax=axes, fraction=0.02, label="output")
+    caption(fig, "003", "Fig 6d", f"toy routing task, M={M_FIG4}, K={K_FIG4}, outputs of every (input, output) pair "
+            "by initial scale (untrained pairs framed)")
+    save(fig, _matrices_csv(pd, {f"sigma0={ini['sigma0'][i]:.4g}": ini["outputs"][i] for i in picks}), out, "fig6d_outputs")
 
 
 def _figure4(res: dict, out: Path, plt, save, pd, caption) -> None:
