@@ -15,7 +15,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 	$(if $(SEEDS),--seeds $(SEEDS)) $(if $(filter 0,$(BATCH)),--no-stack) $(if $(filter 1,$(SGD_SWEEP)),--sgd-sweep) \
 	$(if $(filter 1,$(ROW)),--row) $(if $(filter 1,$(SLURM)),--slurm) $(if $(filter 1,$(DRY)),--dry-run) $(EXTRA)
 
-.PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 \
+.PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 exp6-reduced page \
 	table2-conv-reduced table4-conv-reduced \
 	races races-quick races-report routing-reduced routing-paper routing-isolation routing-report routing-toy routing-features \
 	routing-backbone
@@ -35,6 +35,7 @@ help:
 	@echo "make figure3             Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
 	@echo "make dgn-figures         paper 002 Figures 1-4 and 7-8 (FIG_SCALE)"
 	@echo "make exp6                paper 002 experiment 6: train only the gates of a CIFAR-10 conv net"
+	@echo "make exp6-reduced        the same on this CPU's scale (10000/2000 images, 5 epochs)"
 	@echo "make races               paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
 	@echo "make races-quick         the same at reduced scale (3 seeds, N=4000 one seed)"
 	@echo "make routing-reduced     paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds)"
@@ -45,6 +46,7 @@ help:
 	@echo "make routing-backbone    train a ResNet-20 for the CIFAR task when resnet20-12fca82f.th is not at hand (GPU)"
 	@echo "make routing-features    CIFAR backbone features of the reduced scale (cached) and the backbone's accuracy"
 	@echo "make bench               seconds per epoch per seed: single-run vs seed-batched path"
+	@echo "make page                outputs/reports/README.md: what reproduces, item by item, from the reports' CSVs"
 
 install:
 	$(PYTHON) -m pip install -e ".[dev]"
@@ -66,7 +68,8 @@ table4-quick: ; $(R) table4 --scale quick $(ARGS)
 table4-conv-reduced: ; $(R) table4 --scale conv-reduced $(ARGS) $(CONV_REDUCED_ARGS)
 figure3: ; $(R) figure3 --scale $(FIG_SCALE) $(ARGS)
 dgn-figures: ; $(R) dgn-figures --scale $(FIG_SCALE) $(ARGS)
-exp6: ; $(R) exp6 $(ARGS)
+exp6: ; $(R) exp6 --scale paper $(ARGS)
+exp6-reduced: ; $(R) exp6 --scale reduced $(ARGS)
 races: ; $(R) races --scale paper $(ARGS)
 races-quick: ; $(R) races --scale quick $(ARGS)
 races-report: ; $(R) races --scale quick --report-only $(ARGS)
@@ -78,3 +81,4 @@ routing-toy: ; $(R) routing-toy $(ARGS)
 routing-backbone: ; $(PYTHON) -m gatelab.papers.routing backbone $(if $(DATA),--data $(abspath $(DATA))) $(if $(EPOCHS),--epochs $(EPOCHS))
 routing-features: ; $(PYTHON) -m gatelab.papers.routing features $(if $(DATA),data.root=$(abspath $(DATA))) dataset.limit_train=5000 dataset.limit_test=1000
 bench: ; $(PYTHON) scripts/bench.py
+page: ; $(PYTHON) -m gatelab page

@@ -234,3 +234,20 @@ def test_a_cell_whose_seeds_ran_different_lengths_is_marked(tmp_path):
     assert df.loc["relu"].epochs == "100,300" and df.loc["flnpf"].epochs == "300"
     text = (tmp_path / "out" / "table2.md").read_text()
     assert "**97.85 ± 0.07**§ (n=2, lr 0.01)" in text and "**97.20**† (n=1, lr 0.01)" in text
+
+
+def test_experiment_6_report_from_real_gates_only_runs(tiny_root, tmp_path):
+    """Experiment 6 as a report: two tiny gates-only CIFAR runs, their best test accuracies averaged
+    beside the published 56%, with the scale and provenance."""
+    from gatelab.launch.runner import ensure_run
+    common = ["dataset=cifar10", "arch=vconv", "arch.conv_channels=[4,4]", "arch.dense=[16]", "regime=gates_only",
+              "optimizer=adam", "epochs=1", f"data.root={tiny_root}", f"out_root={tmp_path / 'runs'}", "device=cpu",
+              "progress=false"]
+    bests = [ensure_run([*common, f"seed={s}"])[2]["best_test_acc"] for s in (0, 1)]
+    df = dgn.write_exp6(tmp_path / "runs", tmp_path / "out", command="pytest")
+    (line,) = df.itertuples()
+    assert (line.arch, line.n, line.seeds, line.paper_test) == ("vconv", 2, "0,1", 56.0)
+    assert line.best_test_mean == pytest.approx(100 * sum(bests) / 2)
+    assert line.diff_test == pytest.approx(line.best_test_mean - 56.0)
+    md = (tmp_path / "out" / "exp6.md").read_text()
+    assert "REDUCED scale" not in md and "- command: `pytest`" in md and "runs: 2 results.json (2 completed)" in md

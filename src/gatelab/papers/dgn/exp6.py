@@ -1,0 +1,63 @@
+"""Paper 002 experiment 6 (see :mod:`gatelab.papers.dgn`): only the gates of a CIFAR-10 conv DGN train.
+
+The value network Θw is frozen at its random initialisation; the gating network Θg (soft gates,
+β=4, ε=0) is the only thing trained (``regime=gates_only``). Published: 56% test accuracy.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from gatelab.papers import report
+
+PAPER_EXP6 = 56.0  # % test accuracy, paper 002 experiment 6 (no std given)
+
+
+def exp6(runs: list[report.Run], ddof: int = 1) -> pd.DataFrame:
+    """One line per (architecture, epochs, images) of the gates-only runs: mean ± std over seeds of each
+    run's best test accuracy (%), beside the published 56%."""
+    lines = []
+    cells = {}
+    for r in runs:
+        if r.regime == "gates_only" and r.row[2] == "cifar10":
+            cells.setdefault((r.row[0], r.row[1], r.epochs, report.limits_text([r])), []).append(r)
+    for (arch, opt, epochs, limits), cell in sorted(cells.items()):
+        done = report.completed_by_seed(cell)
+        mean, std = report.mean_std([r.best for r in done.values()], ddof)
+        lines.append({"arch": arch, "optimizer": opt, "epochs": epochs, "limits": limits, "n": len(done),
+                      "seeds": ",".join(map(str, sorted(done))), "best_test_mean": mean, "best_test_std": std,
+                      "ddof": ddof, "best_epochs": ",".join(str(r.best_epoch) for _, r in sorted(done.items())),
+                      "paper_test": PAPER_EXP6, "diff_test": mean - PAPER_EXP6,
+                      "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in cell if r.status != "completed"))})
+    return pd.DataFrame(lines)
+
+
+def render_exp6_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str) -> str:
+    full = df[df.limits == "all/all"]
+    out = ["# Experiment 6 (paper 002): only the gates of a CIFAR-10 conv net train" +
+           ("" if len(full) else " — REDUCED scale"), "",
+           "The value network stays at its random initialisation; the gating network (soft gates, β=4) is trained "
+           "alone (`regime=gates_only`), Adam 3e-4, batch 32. Best test accuracy over epochs (%), mean ± "
+           f"{report.STATISTICS[int(df.ddof.iloc[0])]} over seeds; the paper gives 56% (no std, no epochs). "
+           "Δ = ours − paper.", "",
+           "| arch | epochs | train/test images | n (seeds) | best test (ours) | best epoch per seed | paper | Δ |",
+           "|---|---|---|---|---|---|---|---|"]
+    for _, line in df.iterrows():
+        out.append(f"| {line['arch'].upper()} | {line['epochs']} | {line['limits']} | {line['n']} ({line['seeds']}) | "
+                   f"**{report.fmt(line['best_test_mean'], line['best_test_std'])}** | {line['best_epochs']} | "
+                   f"{line['paper_test']:.0f} | {report.signed(line['diff_test'])} |")
+    out += ["", "## Provenance", *report.provenance(runs, command, sorted(
+        {f"{e} epochs, examples train/test {lim}" for e, lim in zip(df.epochs, df.limits)}))]
+    out += report.not_counted([(f"{line['epochs']} epochs {line['limits']}", line["excluded"])
+                               for _, line in df.iterrows() if line["excluded"]], bad)
+    return "\n".join(out) + "\n"
+
+
+def write_exp6(runs_dir: Path, out_dir: Path, command: str = "", ddof: int = 1) -> pd.DataFrame:
+    runs, bad = report.scan_some(runs_dir)
+    df = exp6(runs, ddof)
+    if not len(df):
+        raise SystemExit(f"no gates_only CIFAR-10 runs below {runs_dir}")
+    report.write_outputs(out_dir, "exp6", df, {"md": render_exp6_markdown(df, runs, bad, command)})
+    return df
