@@ -1,6 +1,11 @@
-"""``python -m gatelab reproduce <recipe> ...`` / ``python -m gatelab recipes``: see :mod:`gatelab.papers.reproduce`."""
+"""``python -m gatelab reproduce <recipe> ...`` / ``python -m gatelab recipes``: see :mod:`gatelab.papers.reproduce`;
+``python -m gatelab page [--check]``: the page of what reproduces, see :mod:`gatelab.papers.page`."""
 import sys
 
-from gatelab.papers.reproduce import main
+if sys.argv[1:2] == ["page"]:
+    from gatelab.papers.page import main as page
+    sys.exit(page(sys.argv[2:]))
+
+from gatelab.papers.reproduce import main  # noqa: E402
 
 sys.exit(main())

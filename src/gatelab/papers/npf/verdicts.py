@@ -1,0 +1,124 @@
+"""Paper 001's rows of the page of what reproduces (:mod:`gatelab.papers.page`), read from its reports."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from gatelab.papers import report
+from gatelab.papers.page import Item, Row, csv, fmt, missing, nothing, qualitative, runs_of
+from gatelab.papers.npf.table2 import REGIME_TITLES
+
+CONF = Path(__file__).resolve().parents[4] / "conf" / "experiment"
+GPU = "needs a GPU: `make table2` (`python -m gatelab reproduce table2 --dry-run` prices it)"
+
+
+def _code_epochs(arch: str, opt: str) -> int:
+    """The paper's code's epochs of a Table 2 row (its experiment file)."""
+    return int(OmegaConf.load(CONF / f"table2_{arch}_{opt}.yaml").epochs)
+
+
+def table2_cells(df, archs: set) -> tuple[list, list]:
+    """(line, verdict) of every cell of the rows of ``archs`` with a result."""
+    got = [(line, report.verdict(line["mean"], line["paper_mean"], line["paper_std"]))
+           for _, line in df.iterrows() if line["arch"] in archs and line["n"] > 0]
+    return got, [v for _, v in got]
+
+
+def _worst(got) -> str:
+    line, v = max(got, key=lambda g: abs(g[0]["diff"]))
+    return (f"largest |Δ|: {line['arch'].upper()} {line['optimizer']} {REGIME_TITLES[line['regime']]} "
+            f"{line['mean']:.2f} against {line['paper_mean']:.2f} ± {line['paper_std']:.2f} ({v.text})")
+
+
+def table2_fc(root: Path) -> Row:
+    rel = "table2-mnist-full"
+    df = csv(root, f"{rel}/table2.csv")
+    if df is None:
+        return missing(rel, "`make table2-mnist-full` (hours on a CPU)")
+    got, vs = table2_cells(df, {"fc"})
+    short = [f"{line['optimizer']} {REGIME_TITLES[line['regime']]} {line['epochs']}"
+             for line, _ in got if max(int(e) for e in str(line["epochs"]).split(",")) <
+             _code_epochs("fc", line["optimizer"])]
+    return Row("paper", rel, f"{runs_of(root, f'{rel}/table2.md')}, seeds 0-4",
+               _worst(got), "Table 2, FC rows", f"{report.tally(vs)} (10 cells)",
+               ("cells shorter than the code's epochs: " + "; ".join(short)) if short else "the code's epochs and step sizes")
+
+
+def table2_conv(root: Path) -> Row:
+    for rel, scale in (("table2", "paper"), ("table2-conv-reduced", "reduced"), ("table2-quick", "quick")):
+        df = csv(root, f"{rel}/table2.csv")
+        if df is not None and len(df[df.arch.isin(["vconv", "gconv"]) & (df.n > 0)]):
+            break
+    else:
+        return missing("table2", GPU)
+    got, vs = table2_cells(df, {"vconv", "gconv"})
+    relu = [line for line, _ in got if line["regime"] == "relu" and line["arch"] == "gconv" and line["optimizer"] == "adam"]
+    ours = (f"GCONV Adam ReLU {relu[0]['mean']:.2f} against {relu[0]['paper_mean']:.2f}" if relu else _worst(got))
+    verdict = report.tally(vs) if scale == "paper" else f"not comparable at the {scale} scale ({report.tally(vs)})"
+    return Row(scale, rel, runs_of(root, f"{rel}/table2.md"), ours, "Table 2, CIFAR-10 rows", verdict,
+               "" if scale == "paper" else GPU)
+
+
+def figure3_left(root: Path) -> Row:
+    for rel, scale in (("figure3-paper", "paper"), ("figure3", "quick")):
+        df = csv(root, f"{rel}/figure3_left.csv")
+        if df is not None:
+            break
+    else:
+        return missing("figure3", "`make figure3` (GPU at the paper's scale)")
+    accs = list(df.flnpf_best_test_acc)
+    rises = accs[-1] > accs[0] and all(b >= a - 0.5 for a, b in zip(accs, accs[1:]))
+    return Row(scale, rel, f"{len(df)} FLNPF stages + ReLU, FRNPF-II; 1 seed",
+               f"FLNPF {accs[0]:.1f} → {accs[-1]:.1f} over stages {df.source_epoch.iloc[0]}..{df.source_epoch.iloc[-1]} "
+               f"(ReLU best {df.relu_best_test_acc.iloc[-1]:.1f})",
+               "rises from about 72% to the ReLU level", qualitative(rises, "FLNPF accuracy rises with the stage")
+               + ("" if scale == "paper" else "; not comparable number for number"),
+               "" if scale == "paper" else "paper scale needs a GPU: `make figure3 FIG_SCALE=paper`")
+
+
+def figure3_middle(root: Path) -> Row:
+    rel = "figure3-paper"
+    df = csv(root, f"{rel}/figure3_middle.csv")
+    if df is None:
+        return missing(rel, "`make figure3 FIG_SCALE=paper` (its middle panel runs on a CPU)")
+    first, last = df.nu.iloc[0], df.nu.iloc[-1]
+    return Row("paper", rel, f"1 run, {int(df.epoch.iloc[-1])} epochs",
+               f"ν {first:.4g} at epoch 0 → {last:.4g} at epoch {int(df.epoch.iloc[-1])}", "ν_t falls during training",
+               qualitative(last < first, "ν_t falls"), "the paper gives no epochs: 30 is gatelab's choice")
+
+
+def figure3_right(root: Path) -> Row:
+    rel = "figure3-paper"
+    df = csv(root, f"{rel}/figure3_right.csv")
+    if df is None:
+        return missing(rel, "`make figure3 FIG_SCALE=paper`")
+    end = df.iloc[-1]
+    ratio = end.trace_Kv / end.trace_Kf
+    return Row("paper", rel, f"1 run, {int(end.epoch)} epochs",
+               f"trace Kᵛ / trace Kᶠ = {ratio:.2f} at epoch {int(end.epoch)} (Frobenius {end.fro_Kv / end.fro_Kf:.2f})",
+               "Kᵛ and Kᶠ of the same scale", qualitative(0.1 <= ratio <= 10, "the traces within a factor of 10"))
+
+
+def memorisation(root: Path) -> Row:
+    from gatelab.papers.dgn.verdicts import figure1
+    row = figure1(root)
+    row.why = "the same experiment as paper 002's Figs 1-3 (µ=1/2, σ=√(2/w), n=200)"
+    return row
+
+
+def identities(root: Path) -> Row:
+    return Row("test", "", "", "float64 equalities on small nets, explicit paths",
+               "Prop 2.1, Lemma 2.1, Prop 3.1, Thm 5.1", "checked by the test suite (tests/test_identities.py)")
+
+
+ITEMS = [
+    Item("001", "Table 2: FC rows", "best test accuracy, 5 regimes × SGD/Adam on MNIST", table2_fc),
+    Item("001", "Table 2: CIFAR-10 rows", "best test accuracy, 5 regimes × VCONV/GCONV × SGD/Adam", table2_conv),
+    Item("001", "Fig 3 left", "FLNPF from the gates of ReLU checkpoints (GCONV, CIFAR-10)", figure3_left),
+    Item("001", "Fig 3 middle", "ν_t = yᵀĤ⁻¹y of the NPK during training (Binary-MNIST, FC)", figure3_middle),
+    Item("001", "Fig 3 right", "trace and norm of Kᵛ and Kᶠ during training (DLNPF, MNIST)", figure3_right),
+    Item("001", "Figs 6-7", "memorisation network: ideal spectrum, e.c.d.f and error dynamics", memorisation),
+    Item("001", "Prop 2.1, Lemma 2.1, Prop 3.1, Thm 5.1", "the identities of NPF, NPK and NTK", identities),
+    Item("001", "Tables 1, 3-5; Figs 1, 2, 4, 5", "notation, path layouts, padded DGN", nothing("definitions and illustrations")),
+]

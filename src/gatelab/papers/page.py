@@ -1,0 +1,232 @@
+"""What reproduces: one generated page, ``outputs/reports/README.md``, with a row per table, figure and
+numbered experiment of the four papers (``python -m gatelab page``, ``make page``).
+
+Each paper's package lists its items in ``verdicts.py`` (``ITEMS``): the item, what it shows, and a
+function that reads the committed reports (their CSVs, JSON summaries and PROVENANCE files, never the
+runs) and returns the row: the report and scale it ran at, its runs, ours against the paper's number,
+and the verdict by the one rule (:func:`gatelab.papers.report.verdict`) or, for figures without published
+numbers, the feature compared ("qualitative: agrees / differs"). ``docs/papers.md`` lists the same items
+(its section "Every table, figure and experiment"); a test holds the two together.
+
+The page also refreshes the generated blocks of the reports' prose (``<!-- generated: NAME -->`` ..
+``<!-- end: NAME -->``), so a sentence that compares ours with the paper is rewritten from its CSV.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import pandas as pd
+
+REPORTS = Path("outputs/reports")
+PAGE = "README.md"
+SCALES = ("paper", "reduced", "quick", "test", "none", "n/a")
+
+
+@dataclass
+class Row:
+    """One line of the page. ``scale``: paper / reduced / quick / test / none (not run) / n/a (nothing to run)."""
+    scale: str
+    report: str = ""  # the report directory, relative to the reports root
+    runs: str = ""
+    ours: str = ""
+    paper: str = ""
+    verdict: str = ""
+    why: str = ""  # why there is no paper-scale result, or what to read next
+
+
+@dataclass
+class Item:
+    paper: str  # "001" .. "004"
+    item: str  # "Table 2: FC rows", "Fig 10 (experiment 8)", ...
+    what: str
+    row: Callable[[Path], Row] = field(repr=False)
+
+
+def nothing(kind: str) -> Callable[[Path], Row]:
+    """Items with no result to reproduce: definitions, notation, illustrations, hyperparameter tables."""
+    return lambda root: Row("n/a", verdict=f"nothing to run ({kind})")
+
+
+def not_built(why: str) -> Callable[[Path], Row]:
+    return lambda root: Row("none", verdict="not run", why=why)
+
+
+def missing(report: str, why: str) -> Row:
+    return Row("none", report="", verdict="not run", why=f"no report `{report}` yet: {why}")
+
+
+def csv(root: Path, rel: str) -> Optional[pd.DataFrame]:
+    p = Path(root) / rel
+    return pd.read_csv(p) if p.is_file() else None
+
+
+def runs_of(root: Path, rel: str) -> str:
+    """"N runs" from a rendered table's provenance line ``- runs: N results.json (M completed)``."""
+    p = Path(root) / rel
+    if not p.is_file():
+        return ""
+    m = re.search(r"^- runs: (\d+)(?: results\.json)? \((\d+) completed\)|^- runs: (\d+) completed", p.read_text(), re.M)
+    if not m:
+        return ""
+    done = m.group(2) or m.group(3)
+    return f"{done} runs"
+
+
+def qualitative(agrees: bool, feature: str) -> str:
+    return f"qualitative: {'agrees' if agrees else 'differs'} ({feature})"
+
+
+def items() -> list[Item]:
+    from gatelab.papers.dgn import verdicts as dgn
+    from gatelab.papers.npf import verdicts as npf
+    from gatelab.papers.races import verdicts as races
+    from gatelab.papers.routing import verdicts as routing
+    return [*npf.ITEMS, *dgn.ITEMS, *routing.ITEMS, *races.ITEMS]
+
+
+def blocks() -> dict[tuple[str, str], Callable[[Path], list[str]]]:
+    """(file under the reports root, block name) -> the lines of that generated block."""
+    from gatelab.papers.races import verdicts as races
+    return {**races.BLOCKS}
+
+
+AGREE = ("within", "qualitative: agrees", "checked")
+DIFFER = ("off", "qualitative: differs", "differs")
+
+
+def outcome(r: Row) -> str:
+    """agrees / differs / not comparable / not run / n/a: a tally ("8 of 10 within") agrees only when
+    every count is whole; a verdict at a reduced or quick scale is not comparable number for number."""
+    if r.scale in ("none", "n/a"):
+        return {"none": "not run", "n/a": "n/a"}[r.scale]
+    if r.verdict.startswith("not comparable"):
+        return "not comparable"
+    tallies = re.findall(r"(\d+) of (\d+) within", r.verdict)
+    if tallies and not r.verdict.startswith(AGREE + DIFFER):
+        return "agrees" if all(a == b for a, b in tallies) else "differs"
+    if r.verdict.startswith(AGREE):
+        return "agrees"
+    return "differs" if r.verdict.startswith(DIFFER) else "not comparable"
+
+
+def summary_lines(root: Path = REPORTS, link: str = "outputs/reports/README.md") -> list[str]:
+    """The README's table of the papers: per paper, its items by scale and verdict (from :func:`rows`)."""
+    got = rows(root)
+    out = [f"What reproduces, item by item, with the numbers: [{link}]({link}) (generated from the reports' CSVs "
+           "by `make page`). Per paper, its tables, figures and numbered experiments:", "",
+           "| paper | items | at the paper's scale: agree / differ | reduced or quick only | not run | nothing to run |",
+           "|---|---|---|---|---|---|"]
+    for paper in ("001", "002", "003", "004"):
+        mine = [r for it, r in got if it.paper == paper]
+        at = [r for r in mine if r.scale in ("paper", "test")]
+        out.append(f"| {paper} {TITLES[paper]} | {len(mine)} | {len(at)}: {sum(outcome(r) == 'agrees' for r in at)} / "
+                   f"{sum(outcome(r) == 'differs' for r in at)} | {sum(r.scale in ('reduced', 'quick') for r in mine)} | "
+                   f"{sum(r.scale == 'none' for r in mine)} | {sum(r.scale == 'n/a' for r in mine)} |")
+    return out
+
+
+TITLES = {"001": "Neural Path Features and Neural Path Kernel (NeurIPS 2020)", "002": "Deep Gated Networks",
+          "003": "The Neural Race Reduction (ICML 2022)", "004": "It's Not a Lottery, It's a Race"}
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def rows(root: Path = REPORTS) -> list[tuple[Item, Row]]:
+    return [(it, it.row(Path(root))) for it in items()]
+
+
+def render(root: Path = REPORTS) -> str:
+    """The page: a count per scale and verdict, then one table per paper."""
+    got = rows(root)
+    count = lambda pred: sum(1 for it, r in got if pred(r))  # noqa: E731
+    with_result = [r for _, r in got if r.scale not in ("none", "n/a")]
+    out = ["# What reproduces", "",
+           "Generated by `python -m gatelab page` (`make page`) from the CSVs, JSON summaries and PROVENANCE "
+           "files of the reports in this folder; nothing here is typed by hand. One row per table, figure and "
+           "numbered experiment of the four papers (`docs/papers.md`).", "",
+           "A number with a published mean and std is compared by the one rule: **within** when "
+           "|ours − paper| ≤ max(2 paper-std, 0.5), else **off by n paper-std**. A figure without published "
+           "numbers is compared by the feature the paper states (**qualitative: agrees / differs**). Scale: "
+           "**paper** (the paper's settings), **reduced** / **quick** (smaller, labelled in the report: not "
+           "comparable number for number), **test** (checked by the test suite), **none** (not run: the "
+           "reason is given), **n/a** (a definition or an illustration).", "",
+           f"- {len(got)} items: {count(lambda r: r.scale == 'paper')} at the paper's scale, "
+           f"{count(lambda r: r.scale in ('reduced', 'quick'))} at a reduced or quick scale, "
+           f"{count(lambda r: r.scale == 'test')} checked by tests, {count(lambda r: r.scale == 'none')} not run, "
+           f"{count(lambda r: r.scale == 'n/a')} with nothing to run.",
+           f"- Of the {len(with_result)} with a result: "
+           f"{sum(outcome(r) == 'agrees' for r in with_result)} agree, "
+           f"{sum(outcome(r) == 'differs' for r in with_result)} differ, "
+           f"{sum(outcome(r) == 'not comparable' for r in with_result)} are not comparable at their scale (a tally "
+           "such as \"8 of 10 within\" agrees only when whole; a reduced-scale result is not compared number for "
+           "number, though its feature may be).", ""]
+    for paper in ("001", "002", "003", "004"):
+        out += [f"## Paper {paper}: {TITLES[paper]}", "",
+                "| item | what | scale | report | runs | ours | paper | verdict | outcome | why / next |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for it, r in got:
+            if it.paper != paper:
+                continue
+            link = f"[{r.report}]({r.report}/)" if r.report else ""
+            out.append("| " + " | ".join(_cell(x) for x in (it.item, it.what, r.scale, link, r.runs, r.ours,
+                                                              r.paper, r.verdict, f"**{outcome(r)}**", r.why)) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+BEGIN, END = "<!-- generated: {name} (python -m gatelab page) -->", "<!-- end: {name} -->"
+
+
+def fill(text: str, name: str, lines: list[str]) -> str:
+    """``text`` with its block ``name`` replaced by ``lines`` (the markers stay)."""
+    begin, end = BEGIN.format(name=name), END.format(name=name)
+    if begin not in text or end not in text:
+        raise ValueError(f"no generated block {name!r} (markers {begin} .. {end})")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return head + begin + "\n" + "\n".join(lines) + "\n" + end + tail
+
+
+def write(root: Path = REPORTS, check: bool = False, readme: Optional[Path] = None) -> list[str]:
+    """Write the page and refresh every generated block (and the project README's table of the papers,
+    ``readme``); with ``check``, write nothing and return the files that would change."""
+    root, stale = Path(root), []
+    targets = {root / PAGE: render(root) + "\n"}
+    if readme is not None and Path(readme).is_file():
+        targets[Path(readme)] = fill(Path(readme).read_text(), "papers", summary_lines(root))
+    for (rel, name), make in blocks().items():
+        path = root / rel
+        if path.is_file():
+            current = targets.get(path, path.read_text())
+            targets[path] = fill(current, name, make(root))
+    for path, text in targets.items():
+        if not path.is_file() or path.read_text() != text:
+            stale.append(str(path))
+            if not check:
+                path.write_text(text)
+    return stale
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gatelab page", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reports", type=Path, default=REPORTS, help="the reports root (default outputs/reports)")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page or a block is stale")
+    ap.add_argument("--readme", type=Path, default=Path("README.md"), help="the project README (its table of the papers)")
+    args = ap.parse_args(argv)
+    stale = write(args.reports, args.check, args.readme)
+    for s in stale:
+        print(("stale: " if args.check else "wrote: ") + s)
+    if not stale:
+        print("up to date: " + str(args.reports / PAGE))
+    return 1 if (args.check and stale) else 0
+
+
+def fmt(x: float, digits: int = 2) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"

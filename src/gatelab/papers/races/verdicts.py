@@ -1,0 +1,188 @@
+"""Paper 004's rows of the page of what reproduces (:mod:`gatelab.papers.page`), and the generated
+comparison in ``outputs/reports/races/SUMMARY.md``, read from its reports."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from gatelab.papers import report
+from gatelab.papers.page import Item, Row, csv, missing, nothing, not_built, qualitative, runs_of
+from gatelab.papers.races.table1 import PAPER_TABLE1
+
+DROP_PAPER = 300  # "the loss drops around t=300" (Fig 1a; d=300, N=200, small init)
+
+
+def _races(root: Path):
+    for rel, scale in (("races", "paper"), ("races-quick", "quick")):
+        df = csv(root, f"{rel}/table1.csv")
+        if df is not None:
+            return rel, scale, df
+    return None, None, None
+
+
+def sigma0(values: pd.Series) -> pd.Series:
+    """σ0 from a table1.csv: renders before the fix wrote it with 4 decimals, 1e-5 as 0.0000."""
+    return values.astype(float).where(values.astype(float) > 0, 1e-5)
+
+
+def main_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """The grid's cells under the default choices (``main``) that the paper's Table 1 has."""
+    df = df.assign(sigma0=sigma0(df.sigma0))
+    return df[df.main.astype(bool) & df.paper_k.notna()].sort_values(["sigma0", "N", "tau"])
+
+
+def comparisons(df: pd.DataFrame) -> list[dict]:
+    """Per (σ0, N, τ): ours and the paper's k and Δacc (ours with ddof 0, as the paper's table) and the verdicts."""
+    out = []
+    for line in main_cells(df).itertuples():
+        out.append({"sigma0": line.sigma0, "N": int(line.N), "tau": line.tau, "n": int(line.n),
+                    "k": (line.k_mean, line.k_std0, line.paper_k, line.paper_k_std,
+                          report.verdict(line.k_mean, line.paper_k, line.paper_k_std, 1)),
+                    "dacc": (line.dacc_mean, line.dacc_std0, line.paper_dacc, line.paper_dacc_std,
+                             report.verdict(line.dacc_mean, line.paper_dacc, line.paper_dacc_std, 1))})
+    return out
+
+
+def _pm(m, s) -> str:
+    return f"{m:.1f}" if s is None or math.isnan(s) else f"{m:.1f} ± {s:.1f}"
+
+
+def table1_block(root: Path) -> list[str]:
+    """The Table 1 comparison of ``races/SUMMARY.md``: every cell, both numbers, the verdict by the one rule."""
+    rel, _, df = _races(root)
+    if df is None:
+        return ["(no races/table1.csv)"]
+    rows = comparisons(df)
+    ks, ds = [r["k"][4] for r in rows], [r["dacc"][4] for r in rows]
+    seeds = sorted({r["n"] for r in rows})
+    out = [f"Ours: mean ± std over {','.join(map(str, seeds))} seeds (ddof 0, as the paper's table); the paper: "
+           "mean ± std over its runs (N=4000: one run, no std). Verdict by the one rule: within when |ours − paper| ≤ "
+           f"max(2 paper-std, 0.5), else off by n paper-std. k: {report.tally(ks)}; Δacc: {report.tally(ds)}.", "",
+           "| σ₀ | N | τ | k ours | k paper | k verdict | Δacc ours | Δacc paper | Δacc verdict |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        k, d = r["k"], r["dacc"]
+        out.append(f"| {r['sigma0']:g} | {r['N']} | {r['tau']:.2f} | {_pm(k[0], k[1])} | {_pm(k[2], k[3])} | "
+                   f"{k[4].text} | {_pm(d[0], d[1])} | {_pm(d[2], d[3])} | {d[4].text} |")
+    off = [r for r in rows if r["k"][4].word == "off" or r["dacc"][4].word == "off"]
+    out += ["", "Off by the rule: " + ("; ".join(
+        f"σ₀={r['sigma0']:g}, N={r['N']}, τ={r['tau']:.2f}: "
+        + ", ".join(f"{name} {v[0]:.1f} against {v[2]:.1f} ({v[4].text})"
+                    for name, v in (("k", r["k"]), ("Δacc", r["dacc"])) if v[4].word == "off")
+        for r in off) or "none") + "."]
+    return out
+
+
+def drop_block(root: Path) -> list[str]:
+    """The loss drop against the paper's t≈300, which Fig 1's caption gives for d=300, N=200, small init."""
+    df = csv(root, "races/loss_drop.csv")
+    if df is None:
+        return ["(no races/loss_drop.csv)"]
+    df = df.assign(sigma0=sigma0(df.sigma0))
+    cell = df[(df.sigma0 == 1e-5) & (df.N == 200)].drop_step
+    return [f"Fig 1's caption places the drop \"around t=300\" for d=300, N=200 from small initial conditions: ours, "
+            f"at σ₀=1e-5 and N=200, comes at step {cell.mean():.0f} ± {cell.std():.0f} (mean ± std over "
+            f"{len(cell)} seeds, every step traced), {cell.mean() / DROP_PAPER:.1f}× the paper's."]
+
+
+def table1(root: Path) -> Row:
+    rel, scale, df = _races(root)
+    if df is None:
+        return missing("races", "`make races` (hours on a CPU)")
+    rows = comparisons(df)
+    ks, ds = [r["k"][4] for r in rows], [r["dacc"][4] for r in rows]
+    worst = max(rows, key=lambda r: abs(r["k"][0] - r["k"][2]) / (r["k"][3] if r["k"][3] == r["k"][3] and r["k"][3] else 1e9))
+    return Row(scale, rel, f"{runs_of(root, f'{rel}/table1.md')}, {rows[0]['n']} seeds per cell",
+               f"worst k: σ₀={worst['sigma0']:g}, N={worst['N']}, τ={worst['tau']:.2f}: {worst['k'][0]:.1f} against "
+               f"{worst['k'][2]:.1f} ({worst['k'][4].text})", "k and Δacc per (σ₀, N, τ)",
+               f"k: {report.tally(ks)}; Δacc: {report.tally(ds)}",
+               "cells, verdicts and the choices that move them: races/SUMMARY.md")
+
+
+def figure1(root: Path) -> Row:
+    df = csv(root, "races/loss_drop.csv")
+    if df is None:
+        return missing("races", "`make races`")
+    df = df.assign(sigma0=sigma0(df.sigma0))
+    cell = df[(df.sigma0 == 1e-5) & (df.N == 200)].drop_step
+    return Row("paper", "races", f"{len(cell)} seeds (every step traced)",
+               f"loss drop (10%) at step {cell.mean():.0f} ± {cell.std():.0f}", "drop around t=300 (d=300, N=200)",
+               f"differs: {cell.mean() / DROP_PAPER:.1f}× later" if abs(cell.mean() / DROP_PAPER - 1) > 0.5 else
+               qualitative(True, "the drop within 50% of t=300"), "clusters and norms: races/figure1.png")
+
+
+def figure3a(root: Path) -> Row:
+    df = csv(root, "races/figure3.csv")
+    if df is None:
+        return missing("races", "`make races`")
+    a = df[(df.panel == "3a") & (sigma0(df.sigma0) == 1e-5) & (df.epochs == 100)].groupby(["d", "N"]).k_end.mean().unstack("N")
+    big = [n for n in a.columns if n >= 200]
+    rises = bool((a[big].diff(axis=1).iloc[:, 1:] >= -1).all().all())
+    small_d = [d for d in a.index if d <= 100]
+    saturates = bool(all(a.loc[d, max(a.columns)] >= 0.95 * d for d in small_d))
+    below = bool((a.loc[[d for d in a.index if d >= 100], min(a.columns)] > a.loc[[d for d in a.index if d >= 100], 200]).any())
+    return Row("paper", "races", f"{len(a.index)} widths × {len(a.columns)} N × 5 seeds, σ₀=1e-5, 100 epochs",
+               f"k at N=4000: " + ", ".join(f"d={int(d)}: {a.loc[d, max(a.columns)]:.0f}" for d in a.index),
+               "k rises with N until it saturates at d", qualitative(rises and saturates, "rises from N=200, saturates at d ≤ 100")
+               + ("; below N=200 k falls with N for d ≥ 100 (races/SUMMARY.md)" if below else ""))
+
+
+def figure3b(root: Path) -> Row:
+    df = csv(root, "races/figure3.csv")
+    if df is None:
+        return missing("races", "`make races`")
+    b = df[df.panel == "3b"].assign(sigma0=lambda x: sigma0(x.sigma0)).groupby(["sigma0", "N", "when"]).k.mean()
+    small, large = b.loc[1e-5], b.loc[1e-3]
+    aligned = bool((small.xs("before drop", level="when") < small.xs("init", level="when")).all())
+    end_l, end_s = large.xs("end", level="when").align(small.xs("end", level="when"), join="inner")
+    more = bool((end_l >= end_s).all())
+    return Row("paper", "races", "5 seeds per cell",
+               f"σ₀=1e-5, N=200: k {small.loc[(200, 'init')]:.0f} → {small.loc[(200, 'before drop')]:.0f} before the drop → "
+               f"{small.loc[(200, 'end')]:.0f}; σ₀=1e-3 ends at {large.loc[(200, 'end')]:.0f}",
+               "neurons align during the plateau; a larger init gives more clusters",
+               qualitative(aligned and more, "k falls before the drop; more clusters at σ₀=1e-3"))
+
+
+def figures4_5(col: str, paper: str, feature: str, sign: int):
+    def row(root: Path) -> Row:
+        df = csv(root, "races/figures4_5_stats.csv")
+        if df is None:
+            return missing("races", "`make races`")
+        cells = df.groupby(["sigma0", "N"])[col].mean()
+        ok = bool((sign * cells > 0.5).all())
+        return Row("paper", "races", f"{len(df)} nets (every seed)",
+                   f"Spearman ρ per cell {cells.min():.2f} to {cells.max():.2f}", paper, qualitative(ok, feature))
+    return row
+
+
+def figure8(root: Path) -> Row:
+    df = csv(root, "races/figure1a_loss.csv")
+    if df is None:
+        return missing("races", "`make races`")
+    return Row("paper", "races", "the traced seed", f"{len(df)} loss points, {df.loss.iloc[0]:.3f} → {df.loss.iloc[-1]:.3g}",
+               "a plateau, then a drop", qualitative(df.loss.iloc[-1] < 0.5 * df.loss.iloc[0], "the loss leaves its plateau"),
+               "the curves of every cell: races/figure1a_loss.png and loss_drop.csv")
+
+
+BLOCKS = {("races/SUMMARY.md", "table1"): table1_block, ("races/SUMMARY.md", "drop"): drop_block}
+
+ITEMS = [
+    Item("004", "Table 1 (Appendix G)", "clusters k and Δacc after merging, per σ₀, N, τ", table1),
+    Item("004", "Fig 1", "loss drop, cosine matrix by cluster, norm against alignment, IMP", figure1),
+    Item("004", "Fig 3a", "clusters against N for several widths", figure3a),
+    Item("004", "Fig 3b", "clusters at init, before the drop and at the end", figure3b),
+    Item("004", "Fig 4", "norm against alignment early in training",
+         figures4_5("rho_cos_early_log_a_end", "early alignment predicts the final norm",
+                    "ρ(early cos δ̄, final log a) > 0.5 in every cell", 1)),
+    Item("004", "Fig 5", "IMP-pruned weights per neuron against early alignment",
+         figures4_5("rho_pruned@0.2", "the aligned neurons lose fewer weights",
+                    "ρ(early cos δ̄, pruned at 20%) < −0.5 in every cell", -1)),
+    Item("004", "Fig 6", "gradient ratio against 3π/4 − φ at init, 1000 neurons",
+         not_built("not built: an appendix illustration of the tan function (one init, no training)")),
+    Item("004", "Fig 7", "detected stable cells against N (probe algorithm, 10⁵ probes)",
+         not_built("not built: needs the stable-cell probe algorithm of the appendix")),
+    Item("004", "Fig 8", "train loss curves of the default experiments", figure8),
+    Item("004", "Fig 2", "cells of a toy dataset of 3 samples", nothing("an illustration")),
+]
