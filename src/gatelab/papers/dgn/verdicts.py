@@ -184,7 +184,7 @@ def figure6(root: Path) -> Row:
 
 
 ITEMS = [
-    Item("002", "Figs 1-2 (experiment 1)", "DGN-FRG Gram matrix at init: e.c.d.f against eq. (5)", figure1),
+    Item("002", "Fig 1 (experiment 1)", "DGN-FRG Gram matrix at init: e.c.d.f against eq. (5)", figure1),
     Item("002", "Fig 2", "entries of K0/d against depth", figure2),
     Item("002", "Fig 3 (experiment 1)", "GD convergence of DGN-FRG against depth, w=25 and 500", figure3),
     Item("002", "Fig 4 (experiment 2)", "GaLU and ReLU: convergence against depth", figure4),

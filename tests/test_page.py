@@ -1,0 +1,115 @@
+"""The page of what reproduces (issue #30): every item of docs/papers.md has a row, each verdict follows
+from the CSV it reads, the committed page and the generated prose are what the CSVs give, and the
+numbers the docs quote are the reports'."""
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+from gatelab.papers import page, report
+
+REPORTS = ROOT / "outputs" / "reports"
+
+
+def docs_items() -> list[tuple[str, str]]:
+    text = (ROOT / "docs" / "papers.md").read_text().split("## Every table, figure and experiment", 1)[1]
+    return re.findall(r"^\| (00\d) \| ([^|]+?) \|", text, re.M)
+
+
+def test_every_item_of_docs_papers_has_one_row_and_no_row_is_extra():
+    items = [(it.paper, it.item) for it in page.items()]
+    assert sorted(items) == sorted(docs_items()) and len(set(items)) == len(items)
+    for paper in ("001", "002", "003", "004"):
+        assert sum(p == paper for p, _ in items) >= 8
+
+
+def test_the_committed_page_and_generated_prose_are_what_the_reports_give():
+    """Drift: a report re-rendered without `make page`, or a generated sentence edited by hand, fails here."""
+    assert page.write(REPORTS, check=True, readme=ROOT / "README.md") == []
+
+
+def test_the_readme_links_the_page_first_under_its_results():
+    readme = (ROOT / "README.md").read_text()
+    first_link = re.search(r"\]\((outputs/reports/[^)]*)\)", readme).group(1)
+    assert first_link == "outputs/reports/README.md" and (REPORTS / "README.md").is_file()
+
+
+def test_every_mean_and_std_the_docs_quote_is_in_a_report():
+    """A `mean ± std` typed into the README or docs/ must be a report's, digit for digit (the paper's numbers
+    are printed beside ours in every report, so they pass too)."""
+    reports = "\n".join(p.read_text() for p in REPORTS.rglob("*.md")).replace("−", "-")
+    pat = re.compile(r"[-+]?\d+(?:\.\d+)? ± \d+(?:\.\d+)?")
+    for f in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        quoted = pat.findall(f.read_text().replace("−", "-"))
+        assert not [q for q in quoted if q not in reports and q.lstrip("+") not in reports], f.name
+
+
+@pytest.mark.parametrize("diff, std, word", [(0.4, 0.1, "within"), (0.6, 0.1, "off"), (0.6, 0.4, "within"),
+                                             (0.9, 0.4, "off"), (0.49, math.nan, "within"), (3.0, math.nan, "off")])
+def test_the_one_rule(diff, std, word):
+    assert report.far(diff, std) == (word == "off")
+    v = report.verdict(50 + diff, 50, std)
+    assert v.word == word and v.text.startswith(word)
+    if word == "off" and not math.isnan(std):
+        assert f"off by {diff / std:.1f} paper-std" in v.text
+    if math.isnan(std):
+        assert "paper: one run" in v.text
+
+
+def _copy(tmp_path, *names) -> Path:
+    root = tmp_path / "reports"
+    for name in names:
+        shutil.copytree(REPORTS / name, root / name)
+    return root
+
+
+def test_a_table2_verdict_follows_from_its_csv(tmp_path):
+    """Moving one FC cell 1 point (10 paper-std) off turns 10 of 10 within into 9 of 10 and the outcome to differs."""
+    from gatelab.papers.npf.verdicts import table2_fc
+    root = _copy(tmp_path, "table2-mnist-full")
+    row = table2_fc(root)
+    assert row.verdict.startswith("10 of 10 within") and page.outcome(row) == "agrees"
+    csv = root / "table2-mnist-full" / "table2.csv"
+    df = pd.read_csv(csv)
+    i = df.index[(df.optimizer == "sgd") & (df.regime == "relu")][0]
+    df.loc[i, "mean"] = df.loc[i, "paper_mean"] + 1.0
+    df.loc[i, "diff"] = 1.0
+    df.to_csv(csv, index=False)
+    row = table2_fc(root)
+    assert row.verdict.startswith("9 of 10 within") and page.outcome(row) == "differs"
+    assert "off by 11.1 paper-std: Δ +1.00" in row.ours
+
+
+def test_the_races_table1_block_follows_from_its_csv(tmp_path):
+    from gatelab.papers.races.verdicts import table1_block
+    root = _copy(tmp_path, "races")
+    lines = table1_block(root)
+    assert "| 0.001 | 200 | 0.70 | 25.2 ± 5.7 | 21.0 ± 3.7 | within: Δ +4.2 (1.1 paper-std) |" in "\n".join(lines)
+    assert "Δacc -17.4 against -14.2 (off by 5.3 paper-std: Δ -3.2)" in lines[-1]
+    csv = root / "races" / "table1.csv"
+    df = pd.read_csv(csv)
+    cell = (df.main.astype(bool)) & (df.sigma0 > 0.0005) & (df.N == 200) & (df.tau == 0.7)
+    df.loc[cell, "k_mean"] = 21.0  # exactly the paper's
+    df.to_csv(csv, index=False)
+    assert "| 0.001 | 200 | 0.70 | 21.0 ± 5.7 | 21.0 ± 3.7 | within: Δ +0.0 (0.0 paper-std) |" in "\n".join(table1_block(root))
+
+
+def test_a_missing_report_is_a_row_that_says_how_to_make_it(tmp_path):
+    got = page.rows(tmp_path)
+    assert len(got) == len(page.items())
+    for it, row in got:
+        assert row.scale in page.SCALES
+        if row.scale == "none":
+            assert row.verdict == "not run" and row.why
+
+
+def test_generated_blocks_replace_only_their_own_text():
+    text = "a\n<!-- generated: x (python -m gatelab page) -->\nold\n<!-- end: x -->\nb\n"
+    assert page.fill(text, "x", ["new", "lines"]) == \
+        "a\n<!-- generated: x (python -m gatelab page) -->\nnew\nlines\n<!-- end: x -->\nb\n"
+    with pytest.raises(ValueError, match="no generated block"):
+        page.fill(text, "y", [])
