@@ -161,6 +161,29 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     assert paper.zero_shot_threshold(fake).K_over_M.tolist() == [0.4]
 
 
+def test_a_report_keeps_the_lines_whose_runs_are_gone_only_when_asked(tiny_root, tmp_path):
+    """``--keep``: a K whose runs were made elsewhere (or pruned) stays with the previous provenance; a K
+    run again replaces its old line; without it the report is the runs below --runs alone."""
+    import shutil
+    from gatelab.papers import routing as paper
+    over = [*ROUTE, "epochs=1", "seeds=[0,1]"]
+    for k, root in ((2, "a"), (6, "b")):
+        run_seeds(make_cfg([*over, f"dataset.routing.K={k}", f"out_root={tmp_path / root}"], tiny_root))
+    shutil.copytree(tmp_path / "b", tmp_path / "both", dirs_exist_ok=True)
+    shutil.copytree(tmp_path / "a", tmp_path / "both", dirs_exist_ok=True)
+    out = tmp_path / "out"
+    first = paper.write_table(tmp_path / "both", out, command="first")
+    second = paper.write_table(tmp_path / "b", out, command="second", keep=True)
+    assert sorted(second.K) == [2, 6]
+    pd_cols = ["err_trained", "err_untrained_se", "n"]
+    assert second[second.K == 2][pd_cols].to_numpy().ravel().tolist() == pytest.approx(
+        first[first.K == 2][pd_cols].to_numpy().ravel().tolist(), abs=1e-4)  # as the CSV rounds
+    text = (out / "routing.md").read_text()
+    assert "- kept from the previous render (1 lines" in text and "  - command: `first`" in text
+    assert "- command: `second`" in text and "runs: 2 results.json" in text
+    assert sorted(paper.write_table(tmp_path / "b", out, command="third").K) == [6]
+
+
 # ---- CIFAR features from the frozen backbone (gatelab.data.backbone) ----
 
 @pytest.fixture

@@ -34,6 +34,8 @@ def main(argv=None) -> None:
     ip.add_argument("--runs", type=Path, required=True)
     ip.add_argument("--out", type=Path, required=True)
     ip.add_argument("--command", default="")
+    t.add_argument("--keep", action="store_true", help="keep the lines of the previous routing.csv whose runs are "
+                   "not below --runs (made on another machine, or pruned), with the previous provenance")
     plotting.add_replot(sub, {"reduced": None, "paper": None})
     tp = sub.add_parser("toy", help="Figs 3-6: the toy task and XoR against the reduced ODEs (about 20 s)")
     tp.add_argument("--out", type=Path, required=True)
@@ -74,7 +76,7 @@ def main(argv=None) -> None:
         print((args.out / "toy_summary.json").read_text() if write_toy(args.out) else "")
         plotting.write_provenance(args.out, "gatelab.papers.routing", argv, {"toy": "paper parameters"}, started)
         return
-    df = write_table(args.runs, args.out, args.command)
+    df = write_table(args.runs, args.out, args.command, args.keep)
     print((args.out / "routing.md").read_text())
     print(f"{len(df)} lines -> {args.out}/routing.*", file=sys.stderr)
     plotting.write_provenance(args.out, "gatelab.papers.routing", argv, {"runs": str(args.runs)}, started)

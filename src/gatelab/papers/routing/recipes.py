@@ -8,12 +8,17 @@ from gatelab.launch.recipes import Options, Recipe, recipe
 CIFAR_REDUCED = ["dataset.limit_train=5000", "dataset.limit_test=1000"]  # h=128 as MNIST: h=1024 is 96 s an epoch here
 
 
+ROT = "dataset=routing_mnist_rot"
+
+
 def _sweeps(exp: str, cifar: list[str], gain_k: list[str]) -> list[list[str]]:
     """The K sweep (linear), the gain sweep (at K=gain_k when given, else routing_gain's K=5), the
-    leaky net, the rotated-input K sweeps on MNIST and CIFAR-10."""
+    leaky net, the rotated-input K sweeps on MNIST and CIFAR-10, and on rotated MNIST the leaky net
+    (Fig 9 ii) and the gain sweep (Fig 10 iii)."""
     return [[f"+experiment={exp}"], [f"+experiment=[{exp},routing_gain]", *gain_k],
-            [f"+experiment={exp}", "regime=leaky"], [f"+experiment={exp}", "dataset=routing_mnist_rot"],
-            [f"+experiment={exp}", "dataset=routing_cifar_rot", *cifar]]
+            [f"+experiment={exp}", "regime=leaky"], [f"+experiment={exp}", ROT],
+            [f"+experiment={exp}", "dataset=routing_cifar_rot", *cifar],
+            [f"+experiment={exp}", "regime=leaky", ROT], [f"+experiment=[{exp},routing_gain]", ROT, *gain_k]]
 
 
 @recipe("routing", ("reduced", "paper"), "Paper 003's routing nets: K, gain, leaky and rotated-input sweeps")
@@ -21,14 +26,15 @@ def routing(o: Options) -> Recipe:
     if o.scale == "reduced":  # MNIST 6000/1000, M=20, 15 epochs, 3 seeds
         root, runs = "outputs/routing-reduced", _sweeps("routing_reduced", CIFAR_REDUCED, [])
         # small gains leave their plateau later (about 1/gain for a 3-layer linear net): again at 100 epochs
-        runs += [["+experiment=[routing_reduced,routing_gain]", "arch.init_gain=0.01,0.1", "epochs=100"]]
+        runs += [["+experiment=[routing_reduced,routing_gain]", "arch.init_gain=0.01,0.1", "epochs=100", *data]
+                 for data in ([], [ROT])]
     else:  # M=40 and 100, 1000 epochs, 10 seeds (a GPU cluster)
         root, runs = "outputs/routing-paper", _sweeps("routing_paper", ["arch.dense=[1024]"], ["dataset.routing.K=10"])
         runs += [["+experiment=routing_paper", "dataset.routing.M=100", "dataset.routing.K=10,20,30,40,50,60,70,80,90"]]
     runs = [[*rs, f"out_root={root}"] for rs in runs]
     return Recipe("routing", "paper 003", runs, reports=[[
         "gatelab.papers.routing", "table", "--runs", root, "--out", f"outputs/reports/{root.split('/')[-1]}",
-        "--command", "{command}"]])
+        "--keep", "--command", "{command}"]])
 
 
 @recipe("routing-isolation", ("reduced",),

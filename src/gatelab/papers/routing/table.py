@@ -196,20 +196,22 @@ def figures(df: pd.DataFrame, out: Path) -> None:
         plotting.save(fig, base, out, "error_vs_K")
     gains = _gain_lines(df)
     if len(gains):
-        fig, ax = plt.subplots(figsize=(7.6, 3.8))
-        for (epochs, g), style in zip(gains.groupby("epochs"), ("-", "--", ":", "-.")):
-            g = g.sort_values("gain")
-            for col, color, marker in (("err_trained", "tab:blue", "o"), ("err_untrained", "tab:orange", "s")):
-                ax.errorbar(g.gain, g[col], g[f"{col}_se"].fillna(0), color=color, marker=marker, capsize=2,
-                            linestyle=style, fillstyle="none" if epochs == gains.epochs.min() else "full",
-                            label=f"{col.split('_')[1]}, {epochs} epochs")
-        ax.axhline(90, color="gray", lw=1, ls=":", label="chance (90%)")
-        ax.set(xscale="log", xlabel="initialisation gain", ylabel="test error (%)")
-        line = gains.iloc[0]
-        ax.set_title(f"{TASK_TITLES.get(line.task, line.task)}, {REGIME_TITLES.get(line.regime, line.regime)}, "
-                     f"M={line.M}, K={report.joined(gains.K)} (paper: K=10)", fontsize=8)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
-        plotting.caption(fig, "003", "Fig 10", _who(gains))
+        sweeps = sorted(gains.groupby(["task", "regime", "M", "K"]).groups)
+        fig, axes = plt.subplots(1, len(sweeps), figsize=(7.6 * len(sweeps), 3.8), squeeze=False)
+        for ax, key in zip(axes[0], sweeps):
+            sweep = gains[(gains[["task", "regime", "M", "K"]] == pd.Series(key, index=["task", "regime", "M", "K"])).all(axis=1)]
+            for (epochs, g), style in zip(sweep.groupby("epochs"), ("-", "--", ":", "-.")):
+                g = g.sort_values("gain")
+                for col, color, marker in (("err_trained", "tab:blue", "o"), ("err_untrained", "tab:orange", "s")):
+                    ax.errorbar(g.gain, g[col], g[f"{col}_se"].fillna(0), color=color, marker=marker, capsize=2,
+                                linestyle=style, fillstyle="none" if epochs == sweep.epochs.min() else "full",
+                                label=f"{col.split('_')[1]}, {epochs} epochs")
+            ax.axhline(90, color="gray", lw=1, ls=":", label="chance (90%)")
+            ax.set(xscale="log", xlabel="initialisation gain", ylabel="test error (%)")
+            ax.set_title(f"{TASK_TITLES.get(key[0], key[0])}, {REGIME_TITLES.get(key[1], key[1])}, M={key[2]}, K={key[3]} "
+                         "(paper: K=10)", fontsize=8)
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+        plotting.caption(fig, "003", "Figs 7d, 10", _who(gains))
         plotting.save(fig, gains, out, "error_vs_gain")
 
 
@@ -226,12 +228,41 @@ def replot(out: Path, scale: str = "") -> list[str]:
     return [name for name in ("error_vs_K", "error_vs_gain") if (Path(out) / f"{name}.png").is_file()]
 
 
-def write_table(runs_dir: Path, out: Path, command: str = "") -> pd.DataFrame:
+def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The lines of the report's previous ``routing.csv`` whose settings (``GROUP``) have no run below the
+    runs directory now (runs made on another machine or pruned), and the previous render's provenance."""
+    csv, md = Path(out) / "routing.csv", Path(out) / "routing.md"
+    if not csv.is_file():
+        return pd.DataFrame(), []
+    old = pd.read_csv(csv)
+    old["limits"], old["excluded"] = old["limits"].astype(str), old["excluded"].fillna("").astype(str)
+    if len(new):
+        have = set(map(tuple, new[GROUP].astype(str).to_numpy()))
+        old = old[[tuple(r) not in have for r in old[GROUP].astype(str).to_numpy()]]
+    prov = []
+    if md.is_file() and "## Provenance" in md.read_text():
+        section = md.read_text().split("## Provenance", 1)[1].split("\n## ", 1)[0]
+        prov = [ln for ln in section.strip().splitlines() if ln.startswith("- ")]
+    return old.reset_index(drop=True), prov
+
+
+def write_table(runs_dir: Path, out: Path, command: str = "", keep: bool = False) -> pd.DataFrame:
+    """routing.{md,csv} and the figures from the runs below ``runs_dir``; with ``keep``, the lines of the
+    previous render whose runs are not here stay (marked in the provenance: "kept from the previous render")."""
     rows, bad = scan(runs_dir)
     if not rows:
         raise SystemExit(f"no routing runs (arch=routing) below {runs_dir}")
     df = table(rows)
-    report.write_outputs(out, "routing", df, {"md": render(df, rows, bad, command)})
+    old, prov = kept_rows(out, df) if keep else (pd.DataFrame(), [])
+    md = render(pd.concat([df, old], ignore_index=True) if len(old) else df, rows, bad, command)
+    if len(old):
+        both = pd.concat([df, old], ignore_index=True).sort_values(GROUP).reset_index(drop=True)
+        note = [f"- kept from the previous render ({len(old)} lines whose runs are not below {runs_dir}); its provenance:",
+                *[f"  {ln}" for ln in prov if not ln.startswith("  ")]]
+        head, sep, tail = md.partition("\n## Not counted")
+        md = head.rstrip("\n") + "\n" + "\n".join(note) + "\n" + (sep + tail if sep else "")
+        df = both
+    report.write_outputs(out, "routing", df, {"md": md})
     figures(df[df.n > 0], out)  # cells with a completed seed
     return df
 
