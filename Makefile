@@ -17,7 +17,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 exp6-reduced page \
 	table2-conv-reduced table4-conv-reduced \
-	races races-quick races-report routing-reduced routing-paper routing-isolation routing-report routing-toy routing-features \
+	races races-quick races-report routing-reduced routing-paper routing-isolation routing-isolation-leaky routing-report routing-toy routing-features \
 	routing-backbone
 
 help:
@@ -41,6 +41,7 @@ help:
 	@echo "make routing-reduced     paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds)"
 	@echo "make routing-paper       paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-isolation   what moves the zero-shot threshold, one factor at a time"
+	@echo "make routing-isolation-leaky  the same for the leaky net (Fig 9): M, images, epochs"
 	@echo "make routing-toy         paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
 	@echo "make report / races-report / routing-report  re-render table2 / races-quick / routing-reduced from their runs"
 	@echo "make routing-backbone    train a ResNet-20 for the CIFAR task when resnet20-12fca82f.th is not at hand (GPU)"
@@ -75,7 +76,8 @@ races-quick: ; $(R) races --scale quick $(ARGS)
 races-report: ; $(R) races --scale quick --report-only $(ARGS)
 routing-reduced: ; $(R) routing --scale reduced $(ARGS)
 routing-paper: ; $(R) routing --scale paper $(ARGS)
-routing-isolation: ; $(R) routing-isolation $(ARGS)
+routing-isolation: ; $(R) routing-isolation --scale reduced $(ARGS)
+routing-isolation-leaky: ; $(R) routing-isolation --scale leaky $(ARGS)
 routing-report: ; $(R) routing --scale reduced --report-only $(ARGS)
 routing-toy: ; $(R) routing-toy $(ARGS)
 routing-backbone: ; $(PYTHON) -m gatelab.papers.routing backbone $(if $(DATA),--data $(abspath $(DATA))) $(if $(EPOCHS),--epochs $(EPOCHS))

@@ -22,7 +22,7 @@ from typing import Optional
 import pandas as pd
 
 from gatelab.papers import report
-from gatelab.papers.routing.table import PAPER_ZERO_SHOT, scan, table
+from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, scan, table
 
 FACTORS = ("M", "epochs", "limits", "lr")
 FIXED = ("task", "regime", "gain", "h")
@@ -93,7 +93,8 @@ def isolation(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def render(iso: pd.DataFrame, rows: list[dict], command: str) -> str:
-    out = ["# Routing networks (paper 003): what moves the linear net's zero-shot threshold", "",
+    nets = " and ".join(sorted({REGIME_TITLES.get(r, r) for r in iso.regime}))
+    out = [f"# Routing networks (paper 003): what moves the {nets} net's zero-shot threshold", "",
            "Gap = untrained − trained test error (points, mean ± s.e. over seeds) at each K/M run; the threshold "
            f"as K/M where the gap falls to {GAP_LEVEL:g} point (log-linear between the bracketing K; * extrapolated) "
            "and as the smallest K/M run within 2 s.e. One setting changed at a time from the base (first line), "

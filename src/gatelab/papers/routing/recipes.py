@@ -37,9 +37,17 @@ def routing(o: Options) -> Recipe:
         "--keep", "--command", "{command}"]])
 
 
-@recipe("routing-isolation", ("reduced",),
-        "What moves the linear net's zero-shot threshold: M, epochs, images, step size one at a time, then M=40 with more images")
+@recipe("routing-isolation", ("reduced", "leaky"),
+        "What moves the zero-shot threshold: M, epochs, images, step size one at a time (linear), then M=40 with "
+        "more images; the leaky net's (Fig 9) by M, images and epochs")
 def routing_isolation(o: Options) -> Recipe:
+    if o.scale == "leaky":  # K/M 0.3, 0.4, 0.5: the leaky base's gap falls to 1 point between 0.4 and 0.5
+        root, out = "outputs/routing-isolation-leaky", "outputs/reports/routing-isolation-leaky"
+        runs = [["dataset.routing.K=6,8,10", *v] for v in ([], ["dataset.limit_train=18000"], ["epochs=30"])]
+        runs += [["dataset.routing.M=40", "dataset.routing.K=12,16,20"]]
+        runs = [["+experiment=routing_reduced", "regime=leaky", *rs, f"out_root={root}"] for rs in runs]
+        return Recipe("routing-isolation", "the leaky net's zero-shot threshold", runs, reports=[[
+            "gatelab.papers.routing", "isolation", "--runs", root, "--out", out, "--command", "{command}"]])
     root = "outputs/routing-isolation"
     variants = [[], ["dataset.limit_train=2000"], ["optimizer.lr=3e-3"], ["epochs=30"]]
     runs = [["dataset.routing.K=8,10", *v] for v in variants]
