@@ -113,3 +113,16 @@ def test_generated_blocks_replace_only_their_own_text():
         "a\n<!-- generated: x (python -m gatelab page) -->\nnew\nlines\n<!-- end: x -->\nb\n"
     with pytest.raises(ValueError, match="no generated block"):
         page.fill(text, "y", [])
+
+
+def test_the_readme_first_run_sentence_is_its_recorded_results(tmp_path):
+    import json
+    run = tmp_path / "run"
+    run.mkdir()
+    res = {"config": {"epochs": 10}, "wall_time_s": 17.4, "best_test_acc": 0.97871, "best_epoch": 9,
+           "finished_at": "2026-01-01T00:00:00Z", "env": {"git_commit": "abc1234", "device_name": "x86_64 CPU, 2 threads"}}
+    (run / "results.json").write_text(json.dumps(res))
+    page.record_run(run, tmp_path / "reports", "python run.py")
+    (line,) = page.first_run_lines(tmp_path / "reports")
+    assert "10 epochs took 17 s and reached 97.87% test accuracy (epoch 9" in line and "abc1234" in line
+    assert "`python run.py`: commit abc1234" in (tmp_path / "reports" / "first-run" / "PROVENANCE.md").read_text()

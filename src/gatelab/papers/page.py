@@ -89,6 +89,35 @@ def items() -> list[Item]:
     return [*npf.ITEMS, *dgn.ITEMS, *routing.ITEMS, *races.ITEMS]
 
 
+FIRST_RUN = "first-run"  # the README's `python run.py`: its results.json, recorded by --record-run
+
+
+def record_run(run_dir: Path, root: Path = REPORTS, command: str = "python run.py") -> Path:
+    """Copy a run's ``results.json`` into ``<root>/first-run/`` with a PROVENANCE line: the README's
+    sentence on what ``python run.py`` takes and reaches is generated from it."""
+    import json
+    res = json.loads((Path(run_dir) / "results.json").read_text())
+    out = Path(root) / FIRST_RUN
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
+    env = res.get("env") or {}
+    (out / "PROVENANCE.md").write_text(f"- `{command}`: commit {env.get('git_commit')}, finished {res.get('finished_at')}, "
+                                       f"{env.get('device_name')}, from {Path(run_dir).name}\n")
+    return out
+
+
+def first_run_lines(root: Path) -> list[str]:
+    import json
+    p = Path(root) / FIRST_RUN / "results.json"
+    if not p.is_file():
+        return ["(no outputs/reports/first-run: `python -m gatelab page --record-run <run dir>`)"]
+    res = json.loads(p.read_text())
+    env, c = res.get("env") or {}, res["config"]
+    return [f"On {env.get('device_name')} (commit {env.get('git_commit')}) its {c['epochs']} epochs took "
+            f"{res['wall_time_s']:.0f} s and reached {100 * res['best_test_acc']:.2f}% test accuracy (epoch "
+            f"{res['best_epoch']}; `outputs/reports/{FIRST_RUN}`)."]
+
+
 def blocks() -> dict[tuple[str, str], Callable[[Path], list[str]]]:
     """(file under the reports root, block name) -> the lines of that generated block."""
     from gatelab.papers.races import verdicts as races
@@ -200,7 +229,8 @@ def write(root: Path = REPORTS, check: bool = False, readme: Optional[Path] = No
     root, stale = Path(root), []
     targets = {root / PAGE: render(root) + "\n"}
     if readme is not None and Path(readme).is_file():
-        targets[Path(readme)] = fill(Path(readme).read_text(), "papers", summary_lines(root))
+        text = fill(Path(readme).read_text(), "papers", summary_lines(root))
+        targets[Path(readme)] = fill(text, "first-run", first_run_lines(root))
     for (rel, name), make in blocks().items():
         path = root / rel
         if path.is_file():
@@ -219,7 +249,12 @@ def main(argv=None) -> int:
     ap.add_argument("--reports", type=Path, default=REPORTS, help="the reports root (default outputs/reports)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page or a block is stale")
     ap.add_argument("--readme", type=Path, default=Path("README.md"), help="the project README (its table of the papers)")
+    ap.add_argument("--record-run", type=Path, default=None, metavar="RUN_DIR",
+                    help="first copy this run's results.json into <reports>/first-run (the README's `python run.py`)")
+    ap.add_argument("--record-command", default="python run.py", help="the command that made --record-run's run")
     args = ap.parse_args(argv)
+    if args.record_run:
+        print("recorded: " + str(record_run(args.record_run, args.reports, args.record_command)))
     stale = write(args.reports, args.check, args.readme)
     for s in stale:
         print(("stale: " if args.check else "wrote: ") + s)
