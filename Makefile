@@ -17,7 +17,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 exp6-reduced page \
 	table2-conv-reduced table4-conv-reduced \
-	races races-quick races-report routing-reduced routing-paper routing-isolation routing-isolation-leaky routing-report routing-toy routing-features \
+	races races-quick races-report routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-report routing-toy routing-features \
 	routing-backbone
 
 help:
@@ -39,6 +39,7 @@ help:
 	@echo "make races               paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
 	@echo "make races-quick         the same at reduced scale (3 seeds, N=4000 one seed)"
 	@echo "make routing-reduced     paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds)"
+	@echo "make routing-reduced-m100  M=100 at the reduced scale (Figs 7c, 8 ii, 10 i; DRY=1 prices it)"
 	@echo "make routing-paper       paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
 	@echo "make routing-isolation   what moves the zero-shot threshold, one factor at a time"
 	@echo "make routing-isolation-leaky  the same for the leaky net (Fig 9): M, images, epochs"
@@ -75,6 +76,7 @@ races: ; $(R) races --scale paper $(ARGS)
 races-quick: ; $(R) races --scale quick $(ARGS)
 races-report: ; $(R) races --scale quick --report-only $(ARGS)
 routing-reduced: ; $(R) routing --scale reduced $(ARGS)
+routing-reduced-m100: ; $(R) routing --scale reduced-m100 $(ARGS)
 routing-paper: ; $(R) routing --scale paper $(ARGS)
 routing-isolation: ; $(R) routing-isolation --scale reduced $(ARGS)
 routing-isolation-leaky: ; $(R) routing-isolation --scale leaky $(ARGS)

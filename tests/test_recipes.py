@@ -24,7 +24,7 @@ CASES = [pytest.param(n, s, marks=[pytest.mark.slow] if (n, s) in SLOW else []) 
 # The Make targets before recipes (issue #29 keeps every name): a target per table, scale and utility.
 TARGETS = {"help", "install", "test", "run", "table2", "table2-mnist", "table2-mnist-full", "table2-quick", "report",
            "figure3", "bench", "table4", "table4-quick", "dgn-figures", "exp6", "exp6-reduced", "page", "table2-conv-reduced",
-           "table4-conv-reduced", "races", "races-quick", "races-report", "routing-reduced", "routing-paper",
+           "table4-conv-reduced", "races", "races-quick", "races-report", "routing-reduced", "routing-reduced-m100", "routing-paper",
            "routing-isolation", "routing-isolation-leaky", "routing-report", "routing-toy", "routing-features", "routing-backbone"}
 
 
@@ -159,3 +159,15 @@ def table1(o: Options) -> Recipe:
     out = capsys.readouterr().out
     assert "wave 1: 2 job(s)" in out and "mnist-fc-adam-lr0.0003/dlnpf seeds 0,1: 2 run(s) [new]" in out
     recipes.REGISTRY.pop("fifth-table1")
+
+
+def test_a_routing_step_is_priced_by_the_pairs_it_trains():
+    """A routing step trains every (input, output) pair of its batch: M=100, K=50 is priced 25x M=20, K=10
+    (measured on this CPU: 21x), other networks by their entry alone."""
+    from gatelab.core.runs import compose
+    small = compose(["+experiment=routing_reduced", "dataset.routing.K=10"])
+    big = compose(["+experiment=routing_reduced", "dataset.routing.M=100", "dataset.routing.K=50"])
+    entry = {"routing": [0.001, 0.004], "fc": 0.5}
+    assert costs.size(small) == 1.0 and costs.size(big) == 25.0
+    assert costs.per_step(entry, big) == pytest.approx((0.025, 0.1))
+    assert costs.per_step(entry, compose([])) == (0.0, 0.5)

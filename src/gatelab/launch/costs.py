@@ -36,7 +36,22 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     v = entry.get(f"{key(cfg)}/{cfg.regime.name}", entry.get(key(cfg)))
     if v is None:
         return None
-    return (0.0, float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
+    a, b = (0.0, float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
+    f = size(cfg)
+    return a * f, b * f
+
+
+ROUTING_PAIRS = 200  # M·K of the routing entries' measurements: CPU M=20, K=10; H100 M=40, K=5 (the bench's default K)
+
+
+def size(cfg) -> float:
+    """How much more a step of ``cfg`` does than the step its entry was measured at: a routing step
+    trains every (input, output) pair of its batch, so it scales with M·K (measured here: M=100, K=50
+    takes 21x the step of M=20, K=10, against 25x by M·K); 1 for every other network."""
+    if key(cfg) != "routing":
+        return 1.0
+    rt = cfg.dataset.routing
+    return float(rt.M) * float(rt.K) / ROUTING_PAIRS
 
 
 def price(items, table: dict) -> dict[str, Optional[float]]:

@@ -21,9 +21,14 @@ def _sweeps(exp: str, cifar: list[str], gain_k: list[str]) -> list[list[str]]:
             [f"+experiment={exp}", "regime=leaky", ROT], [f"+experiment=[{exp},routing_gain]", ROT, *gain_k]]
 
 
-@recipe("routing", ("reduced", "paper"), "Paper 003's routing nets: K, gain, leaky and rotated-input sweeps")
+@recipe("routing", ("reduced", "reduced-m100", "paper"),
+        "Paper 003's routing nets: K, gain, leaky and rotated-input sweeps (reduced-m100: M=100 at the reduced scale)")
 def routing(o: Options) -> Recipe:
-    if o.scale == "reduced":  # MNIST 6000/1000, M=20, 15 epochs, 3 seeds
+    if o.scale == "reduced-m100":  # Figs 7c, 8 ii, 10 i: M=100 (a step trains 5x the pairs of M=20 per K/M)
+        root = "outputs/routing-reduced"
+        runs = [["+experiment=routing_reduced", "dataset.routing.M=100", "dataset.routing.K=10,20,30,40,50,60,70,80,90"],
+                ["+experiment=[routing_reduced,routing_gain]", "dataset.routing.M=100", "dataset.routing.K=10"]]
+    elif o.scale == "reduced":  # MNIST 6000/1000, M=20, 15 epochs, 3 seeds
         root, runs = "outputs/routing-reduced", _sweeps("routing_reduced", CIFAR_REDUCED, [])
         # small gains leave their plateau later (about 1/gain for a 3-layer linear net): again at 100 epochs
         runs += [["+experiment=[routing_reduced,routing_gain]", "arch.init_gain=0.01,0.1", "epochs=100", *data]
