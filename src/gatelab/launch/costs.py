@@ -41,7 +41,9 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     return a * f, b * f
 
 
-ROUTING_PAIRS = 200  # M·K of the routing entries' measurements: CPU M=20, K=10; H100 M=40, K=5 (the bench's default K)
+ROUTING_PAIRS = 200  # M·K of the routing entries' measurements: CPU M=20, K=10; H100 M=40, K=5 (the bench's default
+# K). The scaling by M·K was measured on the CPU only; a GPU runs the pairs of a step in parallel, so its
+# routing estimates for large M·K are an upper bound.
 
 
 def size(cfg) -> float:

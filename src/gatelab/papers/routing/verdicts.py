@@ -95,6 +95,13 @@ def _m_ok(m, m_paper: int):
     return m == 100 if m_paper == 100 else m < 100
 
 
+def _how(rel: str, m_paper: int) -> str:
+    if m_paper == 100:
+        return (f"not in `{rel}`: `make routing-reduced-m100` (M=100 at the reduced scale; `DRY=1` prices it, "
+                "docs/papers.md gives its measured epoch); the paper's scale: `make routing-paper` (a GPU cluster)")
+    return f"not in `{rel}`: `make routing-reduced` runs it; the paper's scale: `make routing-paper` (a GPU cluster)"
+
+
 def k_sweep(task: str, regime: str, m_paper: int):
     """A K sweep at gain 1 (Figs 7b-c, 8, 9): where the untrained error comes within 2 s.e. of the trained."""
     def row(root: Path) -> Row:
@@ -106,8 +113,7 @@ def k_sweep(task: str, regime: str, m_paper: int):
         z = zero_shot_threshold(df)
         z = z[(z.task == task) & (z.regime == regime) & _m_ok(z.M, m_paper)]
         if not len(z):
-            return Row("none", verdict="not run", why=f"not in `{rel}`: `make routing-reduced` runs it; "
-                       f"M={m_paper} at the paper's scale: `make routing-paper` (GPU cluster)")
+            return Row("none", verdict="not run", why=_how(rel, m_paper))
         line = z.sort_values(["M", "epochs"]).iloc[-1]
         paper = PAPER_ZERO_SHOT[regime]
         cells = df[(df.task == task) & (df.regime == regime) & (df.M == line.M) & (df.epochs == line.epochs) & (df.gain == 1)]
@@ -133,7 +139,7 @@ def gain_sweep(task: str, m_paper: int):
         g = g[g.groupby(["M", "K", "epochs"]).gain.transform("nunique") > 1]
         g = g[g.M == g.M.max()] if len(g) else g
         if not len(g):
-            return Row("none", verdict="not run", why=f"not in `{rel}`: `make routing-reduced`; M={m_paper}: `make routing-paper`")
+            return Row("none", verdict="not run", why=_how(rel, m_paper))
         best = g[g.learned].sort_values("gap").iloc[0] if g.learned.any() else None
         large = g[g.gain == g.gain.max()].sort_values("epochs").iloc[-1]
         agrees = best is not None and best.gain < 1 <= large.gain and best.gap < large.gap
