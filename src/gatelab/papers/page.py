@@ -120,8 +120,9 @@ def first_run_lines(root: Path) -> list[str]:
 
 def blocks() -> dict[tuple[str, str], Callable[[Path], list[str]]]:
     """(file under the reports root, block name) -> the lines of that generated block."""
+    from gatelab.papers.dgn import verdicts as dgn
     from gatelab.papers.races import verdicts as races
-    return {**races.BLOCKS}
+    return {**dgn.BLOCKS, **races.BLOCKS}
 
 
 AGREE = ("within", "qualitative: agrees", "checked")

@@ -355,7 +355,7 @@ NU_NETWORKS = ("soft-GaLU β=4", "ReLU", "GaLU frozen", "learned gates")
 
 NU_COLUMNS = {  # column -> (Gram matrix H_t, paper 002 Fig 8 panel); Kʷ = Ψʷᵀ Ψʷ, Kᵃ = Ψᵃᵀ Ψᵃ (§4, K = Kʷ + Kᵃ)
     "nu": (r"$\hat K_t$", "i"),
-    "nu_value": (r"$\hat K^w_t$", r"ii (the paper prints $\hat K_t$ twice: we read the value block)"),
+    "nu_value": (r"$\hat K^w_t$ (the paper prints $\hat K_t$ twice: we read the value block)", "ii"),
     "nu_gate_raw": (r"$K^a_t$ (not normalised)", "iii"),
     "nu_gate": (r"$\hat K^a_t$", "iv"),
 }
