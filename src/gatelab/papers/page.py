@@ -65,6 +65,16 @@ def csv(root: Path, rel: str) -> Optional[pd.DataFrame]:
     return pd.read_csv(p) if p.is_file() else None
 
 
+def first_csv(root: Path, candidates, name: str, usable=lambda df: True):
+    """(report, scale, frame) of the first of ``candidates`` [(report, scale), ...] whose ``name`` CSV exists
+    and is ``usable`` (the paper-scale report first, by convention); (None, None, None) when none is."""
+    for rel, scale in candidates:
+        df = csv(root, f"{rel}/{name}")
+        if df is not None and usable(df):
+            return rel, scale, df
+    return None, None, None
+
+
 def runs_of(root: Path, rel: str) -> str:
     """"N runs" from a rendered table's provenance line ``- runs: N results.json (M completed)``."""
     p = Path(root) / rel

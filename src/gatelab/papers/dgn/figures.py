@@ -264,13 +264,12 @@ def exp8_data(scale: dict = EXP8) -> pd.DataFrame:
         for run in range(scale["runs"]):
             weights, gates = frg_network(1, scale["w"], d, gen, mu=1.0)  # Ber(1) gates: all on
             ws = [w.clone().requires_grad_(True) for w in weights]
-            k0 = None
+            k0 = float(kernels.gated_ntk(weights, gates, x)[0, 0])
+            norm0 = float(torch.sqrt(sum(w.square().sum() for w in weights)))
             for t in range(scale["steps"] + 1):
                 k = float(kernels.gated_ntk([w.detach() for w in ws], gates, x)[0, 0])
-                k0 = k if k0 is None else k0
                 e = kernels.gated_forward(ws, gates, x)[0] - y
                 norm = float(torch.sqrt(sum(w.detach().square().sum() for w in ws)))
-                norm0 = norm if t == 0 else norm0
                 rows.append({"depth": d, "width": scale["w"], "run": run, "step": t, "err2": float(e.detach().square().sum()),
                              "K": k, "K_over_K0": k / k0, "weight_norm": norm, "norm_over_norm0": norm / norm0})
                 grads = torch.autograd.grad(0.5 * e.square().sum(), ws)

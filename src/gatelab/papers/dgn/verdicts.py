@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 from gatelab.papers import report
-from gatelab.papers.page import Item, Row, csv, missing, nothing, not_built, qualitative, runs_of
+from gatelab.papers.page import Item, Row, csv, first_csv, missing, nothing, not_built, qualitative, runs_of
 
 FIGS = "dgn-figures-paper"
 FIGS_QUICK = "dgn-figures"
@@ -13,11 +13,7 @@ FIGS_QUICK = "dgn-figures"
 
 def _figs(root: Path, name: str):
     """(report, scale, frame) of a figure's CSV: the paper-scale report first."""
-    for rel, scale in ((FIGS, "paper"), (FIGS_QUICK, "quick")):
-        df = csv(root, f"{rel}/{name}.csv")
-        if df is not None:
-            return rel, scale, df
-    return None, None, None
+    return first_csv(root, ((FIGS, "paper"), (FIGS_QUICK, "quick")), f"{name}.csv")
 
 
 def _final(df, by: str = "depth"):
@@ -144,11 +140,9 @@ def figure10(root: Path) -> Row:
 
 
 def table4(root: Path) -> Row:
-    for rel, scale in (("table4", "paper"), ("table4-conv-reduced", "reduced"), ("table4-quick", "quick")):
-        df = csv(root, f"{rel}/table4.csv")
-        if df is not None and (df.n > 0).any():
-            break
-    else:
+    rel, scale, df = first_csv(root, (("table4", "paper"), ("table4-conv-reduced", "reduced"), ("table4-quick", "quick")),
+                               "table4.csv", lambda df: (df.n > 0).any())
+    if df is None:
         return missing("table4", "needs a GPU: `make table4`")
     done = df[df.n > 0]
     relu = done[done.regime == "relu"]
@@ -162,11 +156,8 @@ def table4(root: Path) -> Row:
 
 
 def exp6(root: Path) -> Row:
-    for rel, scale in (("exp6", "paper"), ("exp6-reduced", "reduced")):
-        df = csv(root, f"{rel}/exp6.csv")
-        if df is not None and len(df):
-            break
-    else:
+    rel, scale, df = first_csv(root, (("exp6", "paper"), ("exp6-reduced", "reduced")), "exp6.csv", len)
+    if df is None:
         return missing("exp6-reduced", "`make exp6-reduced` (about 20 min on a CPU)")
     line = df.iloc[-1]
     v = report.verdict(line.best_test_mean, line.paper_test)

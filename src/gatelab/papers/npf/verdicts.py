@@ -6,7 +6,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from gatelab.papers import report
-from gatelab.papers.page import Item, Row, csv, fmt, missing, nothing, qualitative, runs_of
+from gatelab.papers.page import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
 from gatelab.papers.npf.table2 import REGIME_TITLES
 
 CONF = Path(__file__).resolve().parents[4] / "conf" / "experiment"
@@ -46,11 +46,9 @@ def table2_fc(root: Path) -> Row:
 
 
 def table2_conv(root: Path) -> Row:
-    for rel, scale in (("table2", "paper"), ("table2-conv-reduced", "reduced"), ("table2-quick", "quick")):
-        df = csv(root, f"{rel}/table2.csv")
-        if df is not None and len(df[df.arch.isin(["vconv", "gconv"]) & (df.n > 0)]):
-            break
-    else:
+    rel, scale, df = first_csv(root, (("table2", "paper"), ("table2-conv-reduced", "reduced"), ("table2-quick", "quick")),
+                               "table2.csv", lambda df: len(df[df.arch.isin(["vconv", "gconv"]) & (df.n > 0)]))
+    if df is None:
         return missing("table2", GPU)
     got, vs = table2_cells(df, {"vconv", "gconv"})
     relu = [line for line, _ in got if line["regime"] == "relu" and line["arch"] == "gconv" and line["optimizer"] == "adam"]
@@ -61,11 +59,8 @@ def table2_conv(root: Path) -> Row:
 
 
 def figure3_left(root: Path) -> Row:
-    for rel, scale in (("figure3-paper", "paper"), ("figure3", "quick")):
-        df = csv(root, f"{rel}/figure3_left.csv")
-        if df is not None:
-            break
-    else:
+    rel, scale, df = first_csv(root, (("figure3-paper", "paper"), ("figure3", "quick")), "figure3_left.csv")
+    if df is None:
         return missing("figure3", "`make figure3` (GPU at the paper's scale)")
     accs = list(df.flnpf_best_test_acc)
     rises = accs[-1] > accs[0] and all(b >= a - 0.5 for a, b in zip(accs, accs[1:]))

@@ -8,18 +8,13 @@ from pathlib import Path
 import pandas as pd
 
 from gatelab.papers import report
-from gatelab.papers.page import Item, Row, csv, missing, nothing, not_built, qualitative, runs_of
-from gatelab.papers.races.table1 import PAPER_TABLE1
+from gatelab.papers.page import Item, Row, csv, first_csv, missing, nothing, not_built, qualitative, runs_of
 
 DROP_PAPER = 300  # "the loss drops around t=300" (Fig 1a; d=300, N=200, small init)
 
 
 def _races(root: Path):
-    for rel, scale in (("races", "paper"), ("races-quick", "quick")):
-        df = csv(root, f"{rel}/table1.csv")
-        if df is not None:
-            return rel, scale, df
-    return None, None, None
+    return first_csv(root, (("races", "paper"), ("races-quick", "quick")), "table1.csv")
 
 
 def sigma0(values: pd.Series) -> pd.Series:
@@ -124,7 +119,7 @@ def figure3a(root: Path) -> Row:
     saturates = bool(all(a.loc[d, max(a.columns)] >= 0.95 * d for d in small_d))
     below = bool((a.loc[[d for d in a.index if d >= 100], min(a.columns)] > a.loc[[d for d in a.index if d >= 100], 200]).any())
     return Row("paper", "races", f"{len(a.index)} widths × {len(a.columns)} N × 5 seeds, σ₀=1e-5, 100 epochs",
-               f"k at N=4000: " + ", ".join(f"d={int(d)}: {a.loc[d, max(a.columns)]:.0f}" for d in a.index),
+               "k at N=4000: " + ", ".join(f"d={int(d)}: {a.loc[d, max(a.columns)]:.0f}" for d in a.index),
                "k rises with N until it saturates at d", qualitative(rises and saturates, "rises from N=200, saturates at d ≤ 100")
                + ("; below N=200 k falls with N for d ≥ 100 (races/SUMMARY.md)" if below else ""))
 

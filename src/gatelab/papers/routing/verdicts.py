@@ -5,7 +5,7 @@ import json
 import math
 from pathlib import Path
 
-from gatelab.papers.page import Item, Row, csv, missing, nothing, qualitative
+from gatelab.papers.page import Item, Row, first_csv, missing, nothing, qualitative
 from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
 TOY = "routing-toy"
@@ -82,11 +82,7 @@ def fig6(s) -> Row:
 
 
 def _routing(root: Path):
-    for rel, scale in (("routing-paper", "paper"), ("routing-reduced", "reduced")):
-        df = csv(root, f"{rel}/routing.csv")
-        if df is not None:
-            return rel, scale, df
-    return None, None, None
+    return first_csv(root, (("routing-paper", "paper"), ("routing-reduced", "reduced")), "routing.csv")
 
 
 def _m_ok(m, m_paper: int):
