@@ -126,3 +126,14 @@ def test_the_readme_first_run_sentence_is_its_recorded_results(tmp_path):
     (line,) = page.first_run_lines(tmp_path / "reports")
     assert "10 epochs took 17 s and reached 97.87% test accuracy (epoch 9" in line and "abc1234" in line
     assert "`python run.py`: commit abc1234" in (tmp_path / "reports" / "first-run" / "PROVENANCE.md").read_text()
+
+
+def test_a_recipes_report_step_renders_the_page_after_its_reports(tmp_path, monkeypatch):
+    """A recipe whose figures or reports write under outputs/reports ends with the page, which then has their row."""
+    from gatelab.launch import recipes
+    monkeypatch.chdir(tmp_path)
+    r = recipes.Recipe("t", "test", figures=[["gatelab.papers.dgn", "figure10", "--out", "outputs/reports/dgn-figures"]])
+    assert recipes.run_figures_and_reports(r, "test") == []
+    text = (tmp_path / "outputs" / "reports" / "README.md").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("| Fig 10 (experiment 8) |")]
+    assert "[dgn-figures](dgn-figures/)" in line and "**agrees**" in line

@@ -222,11 +222,19 @@ def run_slurm(r: Recipe) -> list[str]:
             if _call([sys.executable, str(RUN_PY), "-m", "hydra/launcher=cluster", *rs]) != 0]
 
 
+PAGE = ["gatelab", "page"]  # the page of what reproduces, outputs/reports/README.md (gatelab.papers.page)
+
+
 def run_figures_and_reports(r: Recipe, command: str) -> list[str]:
-    """The figure commands, then the reports (``{command}`` replaced); the ones that failed."""
+    """The figure commands, then the reports (``{command}`` replaced), then, when one of them wrote under
+    ``outputs/reports``, the page of what reproduces; the ones that failed."""
     failed = []
     for argv in r.figures + r.reports:
         full = [a.replace("{command}", command) for a in argv]
         if _call([sys.executable, "-m", *full]) != 0:
             failed.append(" ".join(full))
+    outs = [argv[argv.index("--out") + 1] for argv in r.figures + r.reports if "--out" in argv]
+    if not failed and any(str(o).startswith("outputs/reports/") for o in outs):
+        if _call([sys.executable, "-m", *PAGE]) != 0:
+            failed.append(" ".join(PAGE))
     return failed
