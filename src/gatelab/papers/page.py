@@ -87,8 +87,10 @@ def runs_of(root: Path, rel: str) -> str:
     return f"{done} runs"
 
 
-def qualitative(agrees: bool, feature: str) -> str:
-    return f"qualitative: {'agrees' if agrees else 'differs'} ({feature})"
+def qualitative(agrees: bool, test: str) -> str:
+    """The verdict on a figure without published numbers: whether ours passes ``test``, the check of the
+    feature the paper states."""
+    return f"qualitative: {'agrees' if agrees else 'differs'} (test: {test})"
 
 
 def items() -> list[Item]:
