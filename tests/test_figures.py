@@ -73,11 +73,10 @@ def test_experiment_8_dln_kernel_and_rate():
 
 
 def test_figure10_writes_and_replots(tmp_path):
-    from gatelab.papers.dgn import figures
-    summ = figures.figure10(tmp_path, dict(depths=[2, 3], w=16, runs=2, steps=5, rate=0.81))
+    summ = dgn.figure10(tmp_path, dict(depths=[2, 3], w=16, runs=2, steps=5, rate=0.81))
     assert summ.depth.tolist() == [2, 3] and pd.read_csv(tmp_path / "dgn_figure10_summary.csv").depth.tolist() == [2, 3]
     (tmp_path / "dgn_figure10.png").unlink()
-    assert "dgn_figure10" in figures.replot(tmp_path, "quick") and (tmp_path / "dgn_figure10.png").stat().st_size > 0
+    assert "dgn_figure10" in dgn.replot(tmp_path, "quick") and (tmp_path / "dgn_figure10.png").stat().st_size > 0
 
 
 def test_dgn_figures_write_files_and_gd_converges(tmp_path):
@@ -177,17 +176,17 @@ def test_dgn_figures_2_7_and_8_show_the_seed_spread_where_the_csv_has_it():
     """Means over seeds with their std (ddof 1) as a band in the curve's colour (Fig 7 in %, Fig 8 on
     a log axis as mean ×/÷ (1 + std/mean), never reaching zero); one seed (std NaN) or an older CSV
     without std columns draws the means alone and says "mean"."""
-    from gatelab.papers.dgn import figures
+    from gatelab.papers.dgn import adaptable_gates, figures
     from gatelab.papers.plotting import plt
     runs = pd.DataFrame({"network": ["ReLU"] * 4, "epoch": [1, 1, 2, 2], "seed": [0, 1, 0, 1],
                          "train_acc": [0.5, 0.7, 0.8, 0.9], "test_acc": [0.4, 0.6, 0.5, 0.5]})
-    df = figures._mean_std(runs, ["train_acc", "test_acc"])
+    df = adaptable_gates._mean_std(runs, ["train_acc", "test_acc"])
     assert df.test_acc.tolist() == pytest.approx([0.5, 0.5])
     assert df.test_acc_std.tolist() == pytest.approx([0.02 ** 0.5, 0.0])
-    assert figures._mean_std(runs[runs.seed == 0], ["test_acc"]).test_acc_std.isna().all()
+    assert adaptable_gates._mean_std(runs[runs.seed == 0], ["test_acc"]).test_acc_std.isna().all()
     scale = dict(seeds=2, data=[])
     for frame, bands, word in ((df, 3, "mean ± std"), (df.drop(columns=["train_acc_std", "test_acc_std"]), 0, "mean")):
-        fig = figures.figure7_plot(frame, scale)
+        fig = adaptable_gates.figure7_plot(frame, scale)
         assert sum(len(ax.collections) for ax in fig.axes) == bands  # ReLU in the panels of experiments 3 (2) and 4
         assert f"{word} of 2 seed(s)" in fig._suptitle.get_text()
         if bands:
@@ -196,9 +195,9 @@ def test_dgn_figures_2_7_and_8_show_the_seed_spread_where_the_csv_has_it():
             assert fig.axes[0].collections[0].get_facecolor()[0][:3] == pytest.approx(
                 matplotlib.colors.to_rgb(next(l for l in fig.axes[0].get_lines() if l.get_label() == "ReLU").get_color()))
         plt.close(fig)
-    nu = figures._mean_std(pd.DataFrame({"network": ["ReLU"] * 2, "epoch": [0, 0], "seed": [0, 1], "nu": [100.0, 10.0]}),
+    nu = adaptable_gates._mean_std(pd.DataFrame({"network": ["ReLU"] * 2, "epoch": [0, 0], "seed": [0, 1], "nu": [100.0, 10.0]}),
                            ["nu"])
-    fig = figures.figure8_plot(nu, scale)  # std 63.6 > mean 55: a linear band would cross zero
+    fig = adaptable_gates.figure8_plot(nu, scale)  # std 63.6 > mean 55: a linear band would cross zero
     band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
     assert band.min() == pytest.approx(55 / (1 + 0.5 * 90 * 2 ** 0.5 / 55)) and band.min() > 0
     assert "mean ± std of 2 seed(s)" in fig._suptitle.get_text()

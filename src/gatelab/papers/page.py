@@ -14,91 +14,40 @@ The page also refreshes the generated blocks of the reports' prose (``<!-- gener
 from __future__ import annotations
 
 import argparse
-import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-import pandas as pd
+from gatelab.papers import rows as rows_mod
+from gatelab.papers.dgn import verdicts as dgn
+from gatelab.papers.npf import verdicts as npf
+from gatelab.papers.races import verdicts as races
+from gatelab.papers.routing import verdicts as routing
+from gatelab.papers.rows import Item, Row
 
 REPORTS = Path("outputs/reports")
 PAGE = "README.md"
-SCALES = ("paper", "reduced", "quick", "test", "none", "n/a")
+SCALES = rows_mod.SCALES
 
 
-@dataclass
-class Row:
-    """One line of the page. ``scale``: paper / reduced / quick / test / none (not run) / n/a (nothing to run)."""
-    scale: str
-    report: str = ""  # the report directory, relative to the reports root
-    runs: str = ""
-    ours: str = ""
-    paper: str = ""
-    verdict: str = ""
-    why: str = ""  # why there is no paper-scale result, or what to read next
-
-
-@dataclass
-class Item:
-    paper: str  # "001" .. "004"
-    item: str  # "Table 2: FC rows", "Fig 10 (experiment 8)", ...
-    what: str
-    row: Callable[[Path], Row] = field(repr=False)
-
-
-def nothing(kind: str) -> Callable[[Path], Row]:
-    """Items with no result to reproduce: definitions, notation, illustrations, hyperparameter tables."""
-    return lambda root: Row("n/a", verdict=f"nothing to run ({kind})")
-
-
-def not_built(why: str) -> Callable[[Path], Row]:
-    return lambda root: Row("none", verdict="not run", why=why)
-
-
-def missing(report: str, why: str) -> Row:
-    return Row("none", report="", verdict="not run", why=f"no report `{report}` yet: {why}")
-
-
-def csv(root: Path, rel: str) -> Optional[pd.DataFrame]:
-    p = Path(root) / rel
-    return pd.read_csv(p) if p.is_file() else None
-
-
-def first_csv(root: Path, candidates, name: str, usable=lambda df: True):
-    """(report, scale, frame) of the first of ``candidates`` [(report, scale), ...] whose ``name`` CSV exists
-    and is ``usable`` (the paper-scale report first, by convention); (None, None, None) when none is."""
-    for rel, scale in candidates:
-        df = csv(root, f"{rel}/{name}")
-        if df is not None and usable(df):
-            return rel, scale, df
-    return None, None, None
-
-
-def runs_of(root: Path, rel: str) -> str:
-    """"N runs" from a rendered table's provenance line ``- runs: N results.json (M completed)``."""
-    p = Path(root) / rel
-    if not p.is_file():
-        return ""
-    m = re.search(r"^- runs: (\d+)(?: results\.json)? \((\d+) completed\)|^- runs: (\d+) completed", p.read_text(), re.M)
-    if not m:
-        return ""
-    done = m.group(2) or m.group(3)
-    return f"{done} runs"
-
-
-def qualitative(agrees: bool, test: str) -> str:
-    """The verdict on a figure without published numbers: whether ours passes ``test``, the check of the
-    feature the paper states."""
-    return f"qualitative: {'agrees' if agrees else 'differs'} (test: {test})"
+def alias(row: Callable[[Path], Row], why: str) -> Callable[[Path], Row]:
+    """An item that is another paper's experiment: that row, with ``why`` saying so."""
+    def same(root: Path) -> Row:
+        r = row(root)
+        r.why = why
+        return r
+    return same
 
 
 def items() -> list[Item]:
-    from gatelab.papers.dgn import verdicts as dgn
-    from gatelab.papers.npf import verdicts as npf
-    from gatelab.papers.races import verdicts as races
-    from gatelab.papers.routing import verdicts as routing
-    return [*npf.ITEMS, *dgn.ITEMS, *routing.ITEMS, *races.ITEMS]
+    """Every item of the four papers, each paper's in order; an experiment two papers share is read once."""
+    same_001 = Item("001", "Figs 6-7", "memorisation network: ideal spectrum, e.c.d.f and error dynamics",
+                    alias(dgn.figure1, "the same experiment as paper 002's Figs 1-3 (µ=1/2, σ=√(2/w), n=200)"))
+    same_002 = Item("002", "Fig 6", "ν_t = yᵀM̂_t⁻¹y of a ReLU net over training",
+                    alias(npf.figure3_middle, "the same experiment as paper 001's Fig 3 middle (ReLU, w=100, d=5, "
+                                              "Binary-MNIST, n'=200)"))
+    return [*npf.ITEMS[:-1], same_001, npf.ITEMS[-1], *dgn.ITEMS[:5], same_002, *dgn.ITEMS[5:], *routing.ITEMS,
+            *races.ITEMS]
 
 
 FIRST_RUN = "first-run"  # the README's `python run.py`: its results.json, recorded by --record-run
@@ -132,8 +81,6 @@ def first_run_lines(root: Path) -> list[str]:
 
 def blocks() -> dict[tuple[str, str], Callable[[Path], list[str]]]:
     """(file under the reports root, block name) -> the lines of that generated block."""
-    from gatelab.papers.dgn import verdicts as dgn
-    from gatelab.papers.races import verdicts as races
     return {**dgn.BLOCKS, **races.BLOCKS}
 
 
@@ -274,7 +221,3 @@ def main(argv=None) -> int:
     if not stale:
         print("up to date: " + str(args.reports / PAGE))
     return 1 if (args.check and stale) else 0
-
-
-def fmt(x: float, digits: int = 2) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"

@@ -25,10 +25,12 @@ from pathlib import Path
 
 from gatelab.papers import plotting, report
 from gatelab.papers.dgn.figures import (  # noqa: F401
-    FRG_SCALES, frg_network, ideal_frg_spectrum, frg_entries, frg_data, figure1_plot,
-    figure2_plot, convergence_plot, figures1_4, FIG7_SCALES, FIG7_NETWORKS, NU_NETWORKS,
-    figure7_8_data, figure7_plot, figure8_plot, figures7_8, replot, FIG4_INPUTS, EXP8, exp8_data, exp8_summary,
-    figure10)
+    FRG_SCALES, FIG4_INPUTS, frg_network, ideal_frg_spectrum, frg_entries, frg_data, figure1_plot, figure2_plot,
+    convergence_plot, figures1_4)
+from gatelab.papers.dgn.adaptable_gates import (  # noqa: F401
+    FIG7_SCALES, FIG7_NETWORKS, NU_NETWORKS, figure7_8_data, figure7_plot, figure8_plot, figures7_8)
+from gatelab.papers.dgn.figure10 import EXP8, exp8_data, exp8_summary, figure10  # noqa: F401
+from gatelab.papers.dgn.replot import replot  # noqa: F401
 from gatelab.papers.dgn.exp6 import PAPER_EXP6, exp6, write_exp6  # noqa: F401
 from gatelab.papers.dgn.table4 import (  # noqa: F401
     TABLE4_BETAS, PAPER_TABLE4, table4, render_table4_markdown, write_table4)

@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 from gatelab.papers import report
-from gatelab.papers.page import Item, Row, csv, first_csv, missing, nothing, not_built, qualitative, runs_of
+from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, not_built, qualitative, runs_of
 
 FIGS = "dgn-figures-paper"
 FIGS_QUICK = "dgn-figures"
@@ -167,13 +167,6 @@ def exp6(root: Path) -> Row:
                "" if scale == "paper" else "the paper's scale needs a GPU: `make exp6` (60 epochs, all images)")
 
 
-def figure6(root: Path) -> Row:
-    from gatelab.papers.npf.verdicts import figure3_middle
-    row = figure3_middle(root)
-    row.why = "the same experiment as paper 001's Fig 3 middle (ReLU, w=100, d=5, Binary-MNIST, n'=200)"
-    return row
-
-
 ITEMS = [
     Item("002", "Fig 1 (experiment 1)", "DGN-FRG Gram matrix at init: e.c.d.f against eq. (5)", figure1),
     Item("002", "Fig 2", "entries of K0/d against depth", figure2),
@@ -181,7 +174,6 @@ ITEMS = [
     Item("002", "Fig 4 (experiment 2)", "GaLU and ReLU: convergence against depth", figure4),
     Item("002", "Fig 5", "ReLU vs GaLU on MNIST, random labels and pixels (d=7, 512..64)",
          not_built("not built: needs MNIST with random labels and with random pixels, and the 7-layer widths")),
-    Item("002", "Fig 6", "ν_t = yᵀM̂_t⁻¹y of a ReLU net over training", figure6),
     Item("002", "Fig 7 (experiments 3-5)", "adaptable, frozen and learned gates on Binary-MNIST", figure7),
     Item("002", "Fig 8 (experiment 3)", "ν_t for K̂, K̂ʷ, Kᵃ, K̂ᵃ", figure8),
     Item("002", "Experiment 6", "only the gates of a CIFAR-10 conv net train", exp6),

@@ -6,7 +6,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from gatelab.papers import report
-from gatelab.papers.page import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
+from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
 from gatelab.papers.npf.table2 import REGIME_TITLES
 
 CONF = Path(__file__).resolve().parents[4] / "conf" / "experiment"
@@ -95,13 +95,6 @@ def figure3_right(root: Path) -> Row:
                "Kᵛ and Kᶠ of the same scale", qualitative(0.1 <= ratio <= 10, "the traces within a factor of 10"))
 
 
-def memorisation(root: Path) -> Row:
-    from gatelab.papers.dgn.verdicts import figure1
-    row = figure1(root)
-    row.why = "the same experiment as paper 002's Figs 1-3 (µ=1/2, σ=√(2/w), n=200)"
-    return row
-
-
 def identities(root: Path) -> Row:
     return Row("test", "", "", "float64 equalities on small nets, explicit paths",
                "Prop 2.1, Lemma 2.1, Prop 3.1, Thm 5.1", "checked by the test suite (tests/test_identities.py)")
@@ -113,7 +106,6 @@ ITEMS = [
     Item("001", "Fig 3 left", "FLNPF from the gates of ReLU checkpoints (GCONV, CIFAR-10)", figure3_left),
     Item("001", "Fig 3 middle", "ν_t = yᵀĤ⁻¹y of the NPK during training (Binary-MNIST, FC)", figure3_middle),
     Item("001", "Fig 3 right", "trace and norm of Kᵛ and Kᶠ during training (DLNPF, MNIST)", figure3_right),
-    Item("001", "Figs 6-7", "memorisation network: ideal spectrum, e.c.d.f and error dynamics", memorisation),
     Item("001", "Prop 2.1, Lemma 2.1, Prop 3.1, Thm 5.1", "the identities of NPF, NPK and NTK", identities),
     Item("001", "Tables 1, 3-5; Figs 1, 2, 4, 5", "notation, path layouts, padded DGN", nothing("definitions and illustrations")),
 ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from gatelab.papers import report
-from gatelab.papers.page import Item, Row, csv, first_csv, missing, nothing, not_built, qualitative, runs_of
+from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, not_built, qualitative, runs_of
 
 DROP_PAPER = 300  # "the loss drops around t=300" (Fig 1a; d=300, N=200, small init)
 

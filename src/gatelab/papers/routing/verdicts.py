@@ -5,7 +5,7 @@ import json
 import math
 from pathlib import Path
 
-from gatelab.papers.page import Item, Row, first_csv, missing, nothing, qualitative
+from gatelab.papers.rows import Item, Row, first_csv, missing, nothing, qualitative
 from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
 TOY = "routing-toy"

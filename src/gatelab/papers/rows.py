@@ -1,0 +1,78 @@
+"""One row of the page of what reproduces (:mod:`gatelab.papers.page`) and the helpers each paper's
+``verdicts.py`` builds its rows with: read a report's CSV, say how many runs, name a qualitative verdict."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import pandas as pd
+
+SCALES = ("paper", "reduced", "quick", "test", "none", "n/a")
+
+
+@dataclass
+class Row:
+    """One line of the page. ``scale``: paper / reduced / quick / test / none (not run) / n/a (nothing to run)."""
+    scale: str
+    report: str = ""  # the report directory, relative to the reports root
+    runs: str = ""
+    ours: str = ""
+    paper: str = ""
+    verdict: str = ""
+    why: str = ""  # why there is no paper-scale result, or what to read next
+
+
+@dataclass
+class Item:
+    paper: str  # "001" .. "004"
+    item: str  # "Table 2: FC rows", "Fig 10 (experiment 8)", ...
+    what: str
+    row: Callable[[Path], Row] = field(repr=False)
+
+
+def nothing(kind: str) -> Callable[[Path], Row]:
+    """Items with no result to reproduce: definitions, notation, illustrations, hyperparameter tables."""
+    return lambda root: Row("n/a", verdict=f"nothing to run ({kind})")
+
+
+def not_built(why: str) -> Callable[[Path], Row]:
+    return lambda root: Row("none", verdict="not run", why=why)
+
+
+def missing(report: str, why: str) -> Row:
+    return Row("none", report="", verdict="not run", why=f"no report `{report}` yet: {why}")
+
+
+def csv(root: Path, rel: str) -> Optional[pd.DataFrame]:
+    p = Path(root) / rel
+    return pd.read_csv(p) if p.is_file() else None
+
+
+def first_csv(root: Path, candidates, name: str, usable=lambda df: True):
+    """(report, scale, frame) of the first of ``candidates`` [(report, scale), ...] whose ``name`` CSV exists
+    and is ``usable`` (the paper-scale report first, by convention); (None, None, None) when none is."""
+    for rel, scale in candidates:
+        df = csv(root, f"{rel}/{name}")
+        if df is not None and usable(df):
+            return rel, scale, df
+    return None, None, None
+
+
+def runs_of(root: Path, rel: str) -> str:
+    """"N runs" from a rendered table's provenance line ``- runs: N results.json (M completed)``."""
+    p = Path(root) / rel
+    if not p.is_file():
+        return ""
+    m = re.search(r"^- runs: (\d+)(?: results\.json)? \((\d+) completed\)|^- runs: (\d+) completed", p.read_text(), re.M)
+    if not m:
+        return ""
+    done = m.group(2) or m.group(3)
+    return f"{done} runs"
+
+
+def qualitative(agrees: bool, test: str) -> str:
+    """The verdict on a figure without published numbers: whether ours passes ``test``, the check of the
+    feature the paper states."""
+    return f"qualitative: {'agrees' if agrees else 'differs'} (test: {test})"
