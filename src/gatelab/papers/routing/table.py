@@ -235,7 +235,8 @@ def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if not csv.is_file():
         return pd.DataFrame(), []
     old = pd.read_csv(csv)
-    old["limits"], old["excluded"] = old["limits"].astype(str), old["excluded"].fillna("").astype(str)
+    old["limits"] = old["limits"].astype(str)
+    old["excluded"] = old["excluded"].astype(object).where(old["excluded"].notna(), "").astype(str)
     if len(new):
         have = set(map(tuple, new[GROUP].astype(str).to_numpy()))
         old = old[[tuple(r) not in have for r in old[GROUP].astype(str).to_numpy()]]
