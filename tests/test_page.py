@@ -57,7 +57,7 @@ def test_the_one_rule(diff, std, word):
     if word == "off" and not math.isnan(std):
         assert f"off by {diff / std:.1f} paper-std" in v.text
     if math.isnan(std):
-        assert "paper: one run" in v.text
+        assert "paper: no std" in v.text
 
 
 def _copy(tmp_path, *names) -> Path:

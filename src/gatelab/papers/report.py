@@ -133,7 +133,7 @@ FLAG_RULE = f"more than max(2 paper-std, {FLAG_FLOOR}) from the paper"
 
 def far(diff: float, paper_std: float) -> bool:
     """The one rule every report flags a cell by: |ours − paper| > max(2 paper-std, 0.5). A paper value
-    without a std (one run) is held to the floor alone."""
+    without a std (one run, or none given) is held to the floor alone."""
     if diff is None or math.isnan(diff):
         return False
     std = 0.0 if paper_std is None or math.isnan(paper_std) else paper_std
@@ -149,19 +149,19 @@ class Verdict:
 
 def verdict(ours: float, paper: float, paper_std: float = math.nan, digits: int = 2) -> Verdict:
     """The sentence of one comparison by :func:`far`, with the difference and how many paper-std it is,
-    e.g. ``within: Δ +0.11 (1.2 paper-std)``, ``off by 11.9 paper-std: Δ +1.07``, ``off: Δ −74.2 (paper: one run)``."""
+    e.g. ``within: Δ +0.11 (1.2 paper-std)``, ``off by 11.9 paper-std: Δ +1.07``, ``off: Δ −74.2 (paper: no std)``."""
     if ours is None or paper is None or math.isnan(ours) or math.isnan(paper):
         return Verdict("no result", "no result")
     diff = ours - paper
-    one_run = paper_std is None or math.isnan(paper_std)
-    n_std = None if one_run or paper_std == 0 else abs(diff) / paper_std
+    no_std = paper_std is None or math.isnan(paper_std)
+    n_std = None if no_std or paper_std == 0 else abs(diff) / paper_std
     d = f"Δ {diff:+.{digits}f}"
     if not far(diff, paper_std):
-        extra = " (paper: one run)" if one_run else (f" ({n_std:.1f} paper-std)" if n_std is not None else "")
+        extra = " (paper: no std)" if no_std else (f" ({n_std:.1f} paper-std)" if n_std is not None else "")
         return Verdict("within", f"within: {d}{extra}")
     if n_std is not None:
         return Verdict("off", f"off by {n_std:.1f} paper-std: {d}")
-    return Verdict("off", f"off: {d} (paper: {'one run' if one_run else 'std 0'})")
+    return Verdict("off", f"off: {d} (paper: {'no std' if no_std else 'std 0'})")
 
 
 def tally(verdicts: Iterable[Verdict]) -> str:
