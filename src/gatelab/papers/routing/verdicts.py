@@ -5,7 +5,7 @@ import json
 import math
 from pathlib import Path
 
-from gatelab.papers.rows import Item, Row, first_csv, missing, nothing, qualitative
+from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative
 from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
 TOY = "routing-toy"
@@ -91,6 +91,23 @@ def _m_ok(m, m_paper: int):
     return m == 100 if m_paper == 100 else m < 100
 
 
+ISOLATION = {"dln": "routing-isolation", "leaky": "routing-isolation-leaky"}
+
+
+def isolation_note(root: Path, regime: str) -> str:
+    """What the isolation runs of ``regime`` found: the base's gap-1 crossing and each setting's shift, the
+    largest move first (from its isolation.csv); empty without one."""
+    rel = ISOLATION.get(regime)
+    df = csv(root, f"{rel}/isolation.csv") if rel else None
+    if df is None or not (df.factor == "base").any():
+        return f"`{rel}` says what moves the threshold" if rel else ""
+    base = df[df.factor == "base"].iloc[0]
+    moves = df[(df.factor != "base") & df.k_over_m_at_gap.notna()].sort_values("shift")
+    words = "; ".join(f"{r.factor} {r.base_value} → {r.value}: {r.shift:+.2f}" for r in moves.itertuples())
+    return (f"`{rel}`: the gap falls to 1 point at K/M {base.k_over_m_at_gap:.2f} at the base"
+            + (f"; {words}" if words else ""))
+
+
 def _how(rel: str, m_paper: int) -> str:
     if m_paper == 100:
         return (f"not in `{rel}`: `make routing-reduced-m100` (M=100 at the reduced scale; `DRY=1` prices it, "
@@ -120,8 +137,7 @@ def k_sweep(task: str, regime: str, m_paper: int):
                    f"≈{paper:.2f}",
                    qualitative(met and abs(line.K_over_M - paper) <= MEET_WITHIN,
                                f"the errors meet within {MEET_WITHIN} of the paper's K/M"),
-                   "" if line.M == m_paper else
-                   f"M={line.M} against the paper's {m_paper}; `routing-isolation` says what moves the threshold")
+                   "" if line.M == m_paper else f"M={line.M} against the paper's {m_paper}; {isolation_note(root, regime)}")
     return row
 
 
