@@ -148,7 +148,7 @@ def gain_sweep(task: str, m_paper: int):
         if df is None:
             return missing("routing-reduced", "`make routing-reduced`")
         g = df[(df.task == task) & (df.regime == "dln") & (df.n > 0) & _m_ok(df.M, m_paper)]
-        g = g[g.groupby(["M", "K", "epochs"]).gain.transform("nunique") > 1]
+        g = g[g.groupby(["M", "K"]).gain.transform("nunique") > 1]  # a sweep: several gains at one (M, K), any length
         g = g[g.M == g.M.max()] if len(g) else g
         if not len(g):
             return Row("none", verdict="not run", why=_how(rel, m_paper))
