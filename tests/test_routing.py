@@ -179,8 +179,14 @@ def test_a_report_keeps_the_lines_whose_runs_are_gone_only_when_asked(tiny_root,
     assert second[second.K == 2][pd_cols].to_numpy().ravel().tolist() == pytest.approx(
         first[first.K == 2][pd_cols].to_numpy().ravel().tolist(), abs=1e-4)  # as the CSV rounds
     text = (out / "routing.md").read_text()
-    assert "- kept from the previous render (1 lines" in text and "  - command: `first`" in text
+    assert "- kept from earlier renders (1 lines" in text and "  - command: `first`" in text
     assert "- command: `second`" in text and "runs: 2 results.json" in text
+    # the same runs again: the same bytes, and the first render's provenance still named
+    paper.write_table(tmp_path / "b", out, command="second", keep=True)
+    assert (out / "routing.md").read_text() == text
+    paper.write_table(tmp_path / "b", out, command="second again", keep=True)
+    again = (out / "routing.md").read_text()
+    assert "  - command: `first`" in again and "  - command: `second`" in again
     assert sorted(paper.write_table(tmp_path / "b", out, command="third").K) == [6]
 
 

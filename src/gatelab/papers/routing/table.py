@@ -228,9 +228,25 @@ def replot(out: Path, scale: str = "") -> list[str]:
     return [name for name in ("error_vs_K", "error_vs_gain") if (Path(out) / f"{name}.png").is_file()]
 
 
-def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def provenance_blocks(md: str) -> list[tuple[str, ...]]:
+    """The provenance blocks (``- command`` and the lines under it) of a rendered routing.md: its own and,
+    nested under "kept from earlier renders", those of the renders its kept lines came from."""
+    if "## Provenance" not in md:
+        return []
+    section = md.split("## Provenance", 1)[1].split("\n## ", 1)[0]
+    blocks: list[list[str]] = []
+    for ln in (x.strip() for x in section.strip().splitlines()):
+        if ln.startswith("- command"):
+            blocks.append([ln])
+        elif ln.startswith("- ") and not ln.startswith("- kept from") and blocks:
+            blocks[-1].append(ln)
+    return [tuple(b) for b in blocks]
+
+
+def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, ...]]]:
     """The lines of the report's previous ``routing.csv`` whose settings (``GROUP``) have no run below the
-    runs directory now (runs made on another machine or pruned), and the previous render's provenance."""
+    runs directory now (runs made on another machine or pruned), and every provenance block of the
+    previous render (its own and those it kept)."""
     csv, md = Path(out) / "routing.csv", Path(out) / "routing.md"
     if not csv.is_file():
         return pd.DataFrame(), []
@@ -240,16 +256,13 @@ def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if len(new):
         have = set(map(tuple, new[GROUP].astype(str).to_numpy()))
         old = old[[tuple(r) not in have for r in old[GROUP].astype(str).to_numpy()]]
-    prov = []
-    if md.is_file() and "## Provenance" in md.read_text():
-        section = md.read_text().split("## Provenance", 1)[1].split("\n## ", 1)[0]
-        prov = [ln for ln in section.strip().splitlines() if ln.startswith("- ")]
-    return old.reset_index(drop=True), prov
+    return old.reset_index(drop=True), provenance_blocks(md.read_text()) if md.is_file() else []
 
 
 def write_table(runs_dir: Path, out: Path, command: str = "", keep: bool = False) -> pd.DataFrame:
     """routing.{md,csv} and the figures from the runs below ``runs_dir``; with ``keep``, the lines of the
-    previous render whose runs are not here stay (marked in the provenance: "kept from the previous render")."""
+    previous render whose runs are not here stay, with the provenance of the renders they came from
+    (rendering the same runs twice gives the same bytes)."""
     rows, bad = scan(runs_dir)
     if not rows:
         raise SystemExit(f"no routing runs (arch=routing) below {runs_dir}")
@@ -258,8 +271,10 @@ def write_table(runs_dir: Path, out: Path, command: str = "", keep: bool = False
     md = render(pd.concat([df, old], ignore_index=True) if len(old) else df, rows, bad, command)
     if len(old):
         both = pd.concat([df, old], ignore_index=True).sort_values(GROUP).reset_index(drop=True)
-        note = [f"- kept from the previous render ({len(old)} lines whose runs are not below {runs_dir}); its provenance:",
-                *[f"  {ln}" for ln in prov if not ln.startswith("  ")]]
+        own = provenance_blocks(md)
+        earlier = list(dict.fromkeys(b for b in prov if b not in own))
+        note = [f"- kept from earlier renders ({len(old)} lines whose runs are not below {runs_dir}); the renders "
+                "they may come from:", *[f"  {ln}" for block in earlier for ln in block]]
         head, sep, tail = md.partition("\n## Not counted")
         md = head.rstrip("\n") + "\n" + "\n".join(note) + "\n" + (sep + tail if sep else "")
         df = both
