@@ -46,8 +46,14 @@ def items() -> list[Item]:
     same_002 = Item("002", "Fig 6", "ν_t = yᵀM̂_t⁻¹y of a ReLU net over training",
                     alias(npf.figure3_middle, "the same experiment as paper 001's Fig 3 middle (ReLU, w=100, d=5, "
                                               "Binary-MNIST, n'=200)"))
-    return [*npf.ITEMS[:-1], same_001, npf.ITEMS[-1], *dgn.ITEMS[:5], same_002, *dgn.ITEMS[5:], *routing.ITEMS,
-            *races.ITEMS]
+    return [*_before(npf.ITEMS, "Tables 1, 3-5; Figs 1, 2, 4, 5", same_001), *_before(dgn.ITEMS, "Fig 7 (experiments 3-5)",
+                                                                                     same_002), *routing.ITEMS, *races.ITEMS]
+
+
+def _before(items: list[Item], name: str, new: Item) -> list[Item]:
+    """``items`` with ``new`` placed before the item called ``name``."""
+    i = [it.item for it in items].index(name)
+    return [*items[:i], new, *items[i:]]
 
 
 FIRST_RUN = "first-run"  # the README's `python run.py`: its results.json, recorded by --record-run
@@ -103,9 +109,9 @@ def outcome(r: Row) -> str:
     return "differs" if r.verdict.startswith(DIFFER) else "not comparable"
 
 
-def summary_lines(root: Path = REPORTS, link: str = "outputs/reports/README.md") -> list[str]:
+def summary_lines(root: Path = REPORTS, link: str = "outputs/reports/README.md", got=None) -> list[str]:
     """The README's table of the papers: per paper, its items by scale and verdict (from :func:`rows`)."""
-    got = rows(root)
+    got = rows(root) if got is None else got
     out = [f"What reproduces, item by item, with the numbers: [{link}]({link}) (generated from the reports' CSVs "
            "by `make page`). Per paper, its tables, figures and numbered experiments:", "",
            "| paper | items | at the paper's scale: agree / differ | reduced or quick only | not run | nothing to run |",
@@ -131,9 +137,9 @@ def rows(root: Path = REPORTS) -> list[tuple[Item, Row]]:
     return [(it, it.row(Path(root))) for it in items()]
 
 
-def render(root: Path = REPORTS) -> str:
-    """The page: a count per scale and verdict, then one table per paper."""
-    got = rows(root)
+def render(root: Path = REPORTS, got=None) -> str:
+    """The page: a count per scale and verdict, then one table per paper (``got``: :func:`rows`, read once)."""
+    got = rows(root) if got is None else got
     count = lambda pred: sum(1 for it, r in got if pred(r))  # noqa: E731
     with_result = [r for _, r in got if r.scale not in ("none", "n/a")]
     out = ["# What reproduces", "",
@@ -187,9 +193,10 @@ def write(root: Path = REPORTS, check: bool = False, readme: Optional[Path] = No
     """Write the page and refresh every generated block (and the project README's table of the papers,
     ``readme``); with ``check``, write nothing and return the files that would change."""
     root, stale = Path(root), []
-    targets = {root / PAGE: render(root) + "\n"}
+    got = rows(root)
+    targets = {root / PAGE: render(root, got) + "\n"}
     if readme is not None and Path(readme).is_file():
-        text = fill(Path(readme).read_text(), "papers", summary_lines(root))
+        text = fill(Path(readme).read_text(), "papers", summary_lines(root, got=got))
         targets[Path(readme)] = fill(text, "first-run", first_run_lines(root))
     for (rel, name), make in blocks().items():
         path = root / rel
