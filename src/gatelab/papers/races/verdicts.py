@@ -2,12 +2,12 @@
 comparison in ``outputs/reports/races/SUMMARY.md``, read from its reports."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from gatelab.papers import report
+from gatelab.papers.races.table1 import _pm
 from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, not_built, qualitative, runs_of
 
 DROP_PAPER = 300  # "the loss drops around t=300" (Fig 1a; d=300, N=200, small init)
@@ -38,10 +38,6 @@ def comparisons(df: pd.DataFrame) -> list[dict]:
                     "dacc": (line.dacc_mean, line.dacc_std0, line.paper_dacc, line.paper_dacc_std,
                              report.verdict(line.dacc_mean, line.paper_dacc, line.paper_dacc_std, 1))})
     return out
-
-
-def _pm(m, s) -> str:
-    return f"{m:.1f}" if s is None or math.isnan(s) else f"{m:.1f} ± {s:.1f}"
 
 
 def table1_block(root: Path) -> list[str]:
