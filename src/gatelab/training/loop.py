@@ -16,8 +16,10 @@ the case S = 1. Prerequisite runs (an FLNPF source, an earlier IMP round) are th
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +107,7 @@ def _train_todo(entries: list) -> list:
             if pruning.active(r.cfg):
                 pruning.parent_dir(r.cfg)
         device = resolve_device(cfg.device)
-        env = {**environment(device), **precision(cfg, device)}
+        env = {**environment(device), **precision(cfg, device), "heap_reuse": heap_reuse(cfg.heap_reuse)}
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
@@ -359,6 +361,25 @@ def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=
         if after_step is not None:
             after_step(i)
     return loss_sum, correct
+
+
+def heap_reuse(enabled: bool) -> bool:
+    """On glibc, serve large host tensors from the process's heap, kept between steps, instead of
+    fresh ``mmap`` pages zeroed by the kernel at each allocation (tensors above 32 MB always take
+    that road by default). Changes no number; measured on a 2-core CPU: a paper 003 step at M=100,
+    K=50 (3 seeds, batch 8) 150 -> 96 ms, its 120 MB of encoder gradients being reallocated each
+    step. The memory is not given back to the OS until the process ends. Returns what is in force."""
+    global _HEAP_REUSED
+    if enabled and not _HEAP_REUSED and sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+            _HEAP_REUSED = bool(libc.mallopt(-4, 0)) and bool(libc.mallopt(-1, 2**31 - 1))  # M_MMAP_MAX, M_TRIM_THRESHOLD
+        except (OSError, AttributeError):  # not glibc (musl, ...): keep the default allocator
+            pass
+    return _HEAP_REUSED
+
+
+_HEAP_REUSED = False
 
 
 def precision(cfg, device: torch.device) -> dict:
