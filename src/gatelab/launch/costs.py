@@ -41,19 +41,26 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     return a * f, b * f
 
 
-ROUTING_PAIRS = 200  # M·K of the routing entries' measurements: CPU M=20, K=10; H100 M=40, K=5 (the bench's default
-# K). The scaling by M·K was measured on the CPU only; a GPU runs the pairs of a step in parallel, so its
-# routing estimates for large M·K are an upper bound.
+ROUTING_REF = (20, 10)  # (M, K) of the routing entries' measurements on the CPU (the H100's: M=40, K=5)
+
+
+def _routing_step(m: float, k: float) -> float:
+    """A routing step's cost in units of one encoder's: M encoders, K·M trained pairs' outputs picked,
+    M² decoder outputs in one GEMM (see size)."""
+    return m * (1 + k / 184 + m / 652)
 
 
 def size(cfg) -> float:
-    """How much more a step of ``cfg`` does than the step its entry was measured at: a routing step
-    trains every (input, output) pair of its batch, so it scales with M·K (measured here: M=100, K=50
-    takes 21x the step of M=20, K=10, against 25x by M·K); 1 for every other network."""
+    """How much more a step of ``cfg`` does than the step its entry was measured at; 1 for every
+    network but the routing net. Its step runs M encoders (their weights, gradients and momenta:
+    memory-bound on a CPU), all M² decoder outputs as one GEMM, and the softmax of the K·M trained
+    pairs: M·(1 + K/184 + M/652), the three constants fitted to one-thread steps here (3 seeds,
+    batch 8, two other trainings beside them) of 23 ms at M=20 (K=2 or 10), 128 ms at M=100, K=10,
+    174 ms at K=90. A GPU runs them in parallel, so its routing prices for large M are an upper bound."""
     if key(cfg) != "routing":
         return 1.0
     rt = cfg.dataset.routing
-    return float(rt.M) * float(rt.K) / ROUTING_PAIRS
+    return _routing_step(float(rt.M), float(rt.K)) / _routing_step(*ROUTING_REF)
 
 
 def price(items, table: dict) -> dict[str, Optional[float]]:
