@@ -400,3 +400,34 @@ def test_stable_cell_count_toy():
     y = torch.tensor([1, 0])
     assert nr.stable_cell_count(x, y, probes=200, max_iter=50, patience=3, generator=_gen(21)) == 2
     assert nr.stable_cell_count(x, y, probes=200, max_iter=50, patience=3, generator=_gen(21), sign=-1) == 2
+
+
+def _algorithm1_literal(x, y, probes, max_iter, patience, gen, sign):
+    """Appendix D's Algorithm 1 line by line, over all M probes (the reference for the fast one)."""
+    xt = sign * (2 * y.double() - 1)[:, None] * x
+    w = torch.randn(probes, x.shape[1], generator=gen, dtype=torch.float64)
+    w = w / w.norm(dim=1, keepdim=True)
+    trace, plateau, n_prev = [], 0, math.inf
+    for _ in range(max_iter):
+        g = (w @ x.T > 0).double()  # line 7
+        m = g @ xt  # line 8
+        w = m / m.norm(dim=1, keepdim=True).clamp_min(1e-300)
+        n_t = torch.unique((w @ x.T > 0).to(torch.uint8), dim=0).shape[0]  # line 9
+        plateau = plateau + 1 if n_t >= n_prev else 0  # line 10
+        n_prev = n_t
+        trace.append(n_t)
+        if plateau >= patience:
+            break
+    return trace
+
+
+@pytest.mark.parametrize("n,d", [(40, 3), (120, 8)])
+def test_stable_cell_trace_counts_what_the_literal_algorithm_counts(n, d):
+    """Carrying only distinct patterns (in chunks) gives the literal algorithm's n_t at every step."""
+    x = torch.randn(n, d, generator=_gen(5), dtype=torch.float64)
+    y = (torch.rand(n, generator=_gen(6)) > 0.5).long()
+    fast = nr.stable_cell_trace(x, y, probes=3000, max_iter=60, patience=4, generator=_gen(7), signs=(1, -1))
+    for sign in (1, -1):
+        assert fast[sign] == _algorithm1_literal(x, y, 3000, 60, 4, _gen(7), sign)
+    assert len(nr._patterns(torch.randn(3000, d, generator=_gen(8), dtype=torch.float64), x, chunk=700)) == \
+        len(torch.unique(torch.randn(3000, d, generator=_gen(8), dtype=torch.float64) @ x.T > 0, dim=0))

@@ -1,6 +1,7 @@
 """Paper 004's set-up in the shared machinery: the CIFAR-10 binary task, Gaussian init, step
 checkpoints, and iterative magnitude pruning as chained runs."""
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -381,3 +382,34 @@ def test_loss_trace_records_the_training_loss_at_every_step_of_its_window(tiny_r
     assert (tmp_path / "out" / "loss_drop.csv").is_file()
     with pytest.raises(ConfigError, match="loss_trace"):
         validate(make_cfg([*RACE, "loss_trace=[5,2]"], tiny_root))
+
+
+def test_the_outgoing_weights_gradient_ratio_is_norm_times_tan_of_the_angle_to_3pi_4():
+    """App. B (eqs. 22-23, Fig 6): with two classes every Δy lies along (1, −1), so for every neuron
+    (∂L/∂θ)/(∂L/∂‖w2‖) = ‖w2‖ tan(3π/4 − θ), whatever the weights; autograd's gradient, turned polar."""
+    from gatelab.analyses.neurons import OneHidden
+    from gatelab.papers.races.appendix import polar_gradient
+    g = torch.Generator().manual_seed(3)
+    net = OneHidden(torch.randn(40, 6, generator=g), torch.randn(40, generator=g), torch.randn(2, 40, generator=g),
+                    torch.randn(2, generator=g))
+    x, y = torch.randn(30, 6, generator=g, dtype=torch.float64), torch.randint(0, 2, (30,), generator=g)
+    df = polar_gradient(net, x, y)
+    assert (df.x.abs() <= math.pi / 2).all() and df.ratio.abs().max() / df.ratio.abs().min() > 10
+    np.testing.assert_allclose(df.ratio, df.identity, rtol=1e-9)
+    three = OneHidden(net.w1, net.b1, torch.randn(3, 40, generator=g), torch.randn(3, generator=g))
+    with pytest.raises(ValueError, match="two classes"):  # the identity is a two-class one: three outputs have no θ
+        polar_gradient(three, x, torch.randint(0, 3, (30,), generator=g))
+
+
+def test_appendix_figures_6_and_7_render_from_the_data_alone(tiny_root, tmp_path):
+    from gatelab.papers.races import main
+    main(["figure6", "--data", str(tiny_root), "--out", str(tmp_path)])
+    s = json.loads((tmp_path / "figure6.json").read_text())
+    assert s["d"] == 1000 and s["max_rel_dev"] < 1e-9 and s["decades"] > 1
+    main(["figure7", "--data", str(tiny_root), "--out", str(tmp_path), "--sizes", "8,40", "--probes", "400",
+          "--seeds", "0,1"])
+    df = pd.read_csv(tmp_path / "figure7.csv")
+    assert len(df) == 2 * 2 * 2 and (df.stable_cells >= 1).all() and set(df.sign) == {1, -1}
+    md = (tmp_path / "figure7.md").read_text()
+    assert "| 40 |" in md and "of 4 means lie in the paper's 10-100" in md
+    assert (tmp_path / "figure7.png").is_file() and "figure7" in (tmp_path / "PROVENANCE.md").read_text()

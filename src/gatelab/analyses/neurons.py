@@ -341,30 +341,48 @@ def spearman(a, b) -> float:
     return (ra @ rb / den).item() if den > 0 else math.nan
 
 
-def stable_cell_count(x, y, probes: int = 1000, max_iter: int = 200, patience: int = 10,
-                      generator: Optional[torch.Generator] = None, sign: int = 1) -> int:
-    """Estimated number of stable cells (App. D, Algorithm 1), followed literally.
+def _patterns(w: torch.Tensor, x: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+    """The distinct gating patterns 1[X w > 0] of the rows of ``w`` (bool, one row each), ``chunk``
+    probes at a time so that M probes × N inputs never sit in memory at once."""
+    parts = [torch.unique(w[i:i + chunk] @ x.T > 0, dim=0) for i in range(0, len(w), chunk)]
+    return torch.unique(torch.cat(parts), dim=0) if len(parts) > 1 else parts[0]
+
+
+def stable_cell_trace(x, y, probes: int = 1000, max_iter: int = 200, patience: int = 10,
+                      generator: Optional[torch.Generator] = None, signs: Sequence[int] = (1,)) -> dict:
+    """Appendix D, Algorithm 1, for each alignment in ``signs``: {sign: [n_1, n_2, ...]}, n_t the
+    number of distinct gating patterns G(T(W)) after step t; the estimate is the last n_t.
 
     Probes w uniform on the sphere iterate T(w) = m/‖m‖ with m = G(w)ᵀ X̃, X̃_i = sign (2y_i - 1) x_i
-    and G(w) = 1[X w > 0]; n_t = number of distinct gating patterns G(T(W)) after step t. Stops once
-    n_t ≥ n_{t-1} for ``patience`` consecutive steps (or after ``max_iter``) and returns the last n_t.
-    ``sign=-1`` gives the other alignment of the outgoing weights (App. D runs both).
+    and G(w) = 1[X w > 0]; stops once n_t ≥ n_{t-1} for ``patience`` consecutive steps (or after
+    ``max_iter``). T(w) depends on w only through G(w), so only the distinct patterns are carried
+    from step to step, and G(T(W)) is the next step's G: the same counts as the literal algorithm over
+    all M probes (tested against it), at the cost of one M×N×d product (shared by the signs) and then
+    n_t×N×d per step. ``sign=-1``: the other alignment of the outgoing weights (App. D runs both).
     """
-    if sign not in (1, -1):
-        raise ValueError("sign must be +1 or -1")
+    if any(sg not in (1, -1) for sg in signs):
+        raise ValueError("each sign must be +1 or -1")
     x = _flat(x)
     y = torch.as_tensor(y).to(_DT)
-    xt = sign * (2 * y - 1)[:, None] * x
     w = torch.randn(probes, x.shape[1], generator=generator, dtype=_DT)
-    w = w / w.norm(dim=1, keepdim=True).clamp_min(torch.finfo(_DT).tiny)
-    plateau, n_prev = 0, math.inf
-    for _ in range(max_iter):
-        g = (w @ x.T > 0).to(_DT)
-        m = g @ xt
-        w = m / m.norm(dim=1, keepdim=True).clamp_min(torch.finfo(_DT).tiny)
-        n_t = torch.unique((w @ x.T > 0).to(torch.uint8), dim=0).shape[0]
-        plateau = plateau + 1 if n_t >= n_prev else 0
-        n_prev = n_t
-        if plateau >= patience:
-            break
-    return int(n_prev)
+    g0 = _patterns(w / w.norm(dim=1, keepdim=True).clamp_min(torch.finfo(_DT).tiny), x)
+    out = {}
+    for sg in signs:
+        xt = sg * (2 * y - 1)[:, None] * x
+        g, trace, plateau = g0, [], 0
+        for _ in range(max_iter):
+            m = g.to(_DT) @ xt
+            g = _patterns(m / m.norm(dim=1, keepdim=True).clamp_min(torch.finfo(_DT).tiny), x)
+            trace.append(len(g))
+            plateau = plateau + 1 if len(trace) > 1 and trace[-1] >= trace[-2] else 0
+            if plateau >= patience:
+                break
+        out[sg] = trace
+    return out
+
+
+def stable_cell_count(x, y, probes: int = 1000, max_iter: int = 200, patience: int = 10,
+                      generator: Optional[torch.Generator] = None, sign: int = 1) -> int:
+    """The estimated number of stable cells (App. D, Algorithm 1) of one alignment ``sign``: the last
+    n_t of :func:`stable_cell_trace`."""
+    return stable_cell_trace(x, y, probes, max_iter, patience, generator, (sign,))[sign][-1]

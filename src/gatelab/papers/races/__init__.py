@@ -1,4 +1,4 @@
-"""Paper 004, "It's Not a Lottery, It's a Race": Table 1 (Appendix G) and Figures 1, 3, 4, 5.
+"""Paper 004, "It's Not a Lottery, It's a Race": Table 1 (Appendix G) and Figures 1, 3, 4, 5, 6, 7.
 
 ``python -m gatelab.papers.races table1 --runs outputs/races-quick --out outputs/reports/races-quick``
 ``python -m gatelab.papers.races figures --runs outputs/races-quick --out outputs/reports/races-quick``
@@ -21,6 +21,8 @@ vs automobile+bird, SGD 1e-3 momentum 0.9, batch 4) and their checkpoints; train
 * Fig 4: a_α against cos δ̄_α at t=0 and early t; Spearman ρ(cos δ̄_α(early), log a_α(end)) and the
   slope of log(a_α(t)/a_α(0)) against cos δ̄_α (Thm 3.11: linear, exponential growth).
 * Fig 5: IMP-pruned weights per neuron against early cos δ̄_α, at 20/50/70%, with Spearman ρ.
+* Figs 6 and 7 (``figure6``, ``figure7``: :mod:`gatelab.papers.races.appendix`): the gradient ratio of
+  the outgoing weights at init (App. B) and the stable-cell count against N (App. D); no runs.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from gatelab.papers.races.table1 import (  # noqa: F401
     run_data, net_at, step_checkpoints, loss_curve, DROP_FRACTION, drop_step,
     Rule, analyse, cell_lines, table1, STABLE_MAX_N, stable_cells, traced_drops,
     render_table1, write_table1)
+from gatelab.papers.races import appendix
 from gatelab.papers.races.isolation import isolation, write_isolation  # noqa: F401
 from gatelab.papers.races.figures import (  # noqa: F401
     early_step, neuron_table, figure1, figure3, figure3_composition, figure3_lengths, figures4_5, main_runs,
@@ -58,7 +61,28 @@ def main(argv=None) -> None:
     f.add_argument("--out", type=Path, required=True)
     f.add_argument("--data", default=None)
     f.add_argument("--early", type=int, default=None, help="the early step (default: last checkpoint ≤ drop/4)")
+    for name, what in (("figure6", "Fig 6 (App. B): the outgoing weights' gradient ratio at init, beside its identity"),
+                       ("figure7", "Fig 7 (App. D): Algorithm 1's stable-cell count against N")):
+        a = sub.add_parser(name, help=what + " (trains nothing)")
+        a.add_argument("--data", required=True, help="data root holding cifar10.npz")
+        a.add_argument("--out", type=Path, required=True)
+        if name == "figure7":
+            a.add_argument("--sizes", default=",".join(map(str, appendix.FIG7_SIZES)), help="the N, comma-separated")
+            a.add_argument("--probes", type=int, default=100_000, help="M (the paper: 10^5)")
+            a.add_argument("--seeds", default="0,1,2", help="one probe draw per seed (the paper: 3)")
     args = ap.parse_args(argv)
+    if args.what in ("figure6", "figure7"):
+        started = plotting.now()
+        if args.what == "figure6":
+            print(json.dumps(appendix.figure6(args.data, args.out), indent=1))
+            scale = {"d": 1000, "N": 200}
+        else:
+            sizes, seeds = [int(v) for v in args.sizes.split(",")], [int(v) for v in args.seeds.split(",")]
+            appendix.figure7(args.data, args.out, sizes, args.probes, seeds)
+            print((args.out / "figure7.md").read_text())
+            scale = {"sizes": sizes, "probes": args.probes, "seeds": seeds}
+        plotting.write_provenance(args.out, "gatelab.papers.races", argv, scale, started)
+        return
     if args.what == "table1":
         df = write_table1(args.runs, args.out, args.command, args.data, args.epochs,
                           Rule(args.linkage, tuple(args.parts.split(","))))

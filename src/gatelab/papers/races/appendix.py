@@ -1,0 +1,126 @@
+"""Paper 004's appendix figures: Fig 6 (App. B, the outgoing weights' gradient ratio at init) and
+Fig 7 (App. D, the number of stable cells against N). Neither trains anything.
+
+``python -m gatelab.papers.races figure6 --data ROOT --out outputs/reports/races-appendix``
+``python -m gatelab.papers.races figure7 --data ROOT --out outputs/reports/races-appendix``
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from gatelab.analyses import neurons
+from gatelab.core.runs import compose, plain
+from gatelab.nets.regimes import build_model
+from gatelab.papers import plotting
+from gatelab.papers.plotting import plt
+from gatelab.papers.races.table1 import _data
+
+FIG7_SIZES = (50, 100, 200, 400, 800, 2000, 4000)  # Fig 3a's N; Table 1's are 200, 800, 4000
+FIG7_PAPER = (10, 100)  # §3: "K_stable = 10^1 - 10^2" for the CIFAR-10 datasets considered
+
+
+def race_cfg(n: int, d: int = 300, sigma0: float = 1e-5, seed: int = 0):
+    """``+experiment=race`` at N training examples, d neurons, init std σ₀."""
+    return compose(["+experiment=race", f"dataset.limit_train={n}", f"arch.dense=[{d}]", f"arch.init_std={sigma0}",
+                    f"seed={seed}"])
+
+
+def training_set(cfg, root: str):
+    """(x, y) of a race config's training set, float64 and flat, as its network sees them."""
+    (x, y), _ = _data(json.dumps(plain(cfg.dataset), sort_keys=True), root)
+    return x, y
+
+
+def polar_gradient(net: neurons.OneHidden, x, y) -> pd.DataFrame:
+    """Per neuron α: the loss's gradient with respect to its outgoing weights w2_α ∈ R² (two classes)
+    in polar coordinates, ∂L/∂θ and ∂L/∂‖w2_α‖ (eqs. 22-23), and their ratio beside the App. B
+    identity ratio = ‖w2_α‖ tan(3π/4 − θ_α): every Δy = onehot(y) − softmax(z) lies along (1, −1)."""
+    if net.w2.shape[0] != 2:
+        raise ValueError(f"the polar gradient of App. B needs two classes, not {net.w2.shape[0]}")
+    w2 = net.w2.clone().requires_grad_(True)
+    z = torch.addmm(net.b2, net.hidden_pre(x).clamp_min(0), w2.T)
+    (g,) = torch.autograd.grad(F.cross_entropy(z, torch.as_tensor(y).long()), w2)  # (2, d)
+    theta, r = torch.atan2(net.w2[1], net.w2[0]), net.w2.norm(dim=0)
+    d_r = g[0] * torch.cos(theta) + g[1] * torch.sin(theta)
+    d_theta = r * (-g[0] * torch.sin(theta) + g[1] * torch.cos(theta))
+    phase = torch.remainder(3 * math.pi / 4 - theta + math.pi / 2, math.pi) - math.pi / 2  # tan's period: (−π/2, π/2]
+    return pd.DataFrame({"neuron": range(net.d), "theta": theta.numpy(), "x": phase.numpy(), "norm_w2": r.numpy(),
+                         "dL_dtheta": d_theta.numpy(), "dL_dnorm": d_r.numpy(), "ratio": (d_theta / d_r).numpy(),
+                         "identity": (r * torch.tan(phase)).numpy()})
+
+
+def figure6(root: str, out: Path, d: int = 1000, n: int = 200, sigma0: float = 1e-5, seed: int = 0) -> dict:
+    """App. B Fig 6: the ratio (∂L/∂θ)/(∂L/∂‖w2_α‖) against 3π/4 − θ_α at initialisation, d neurons
+    (the paper: 1000) of the race net on N training examples, with the identity beside it."""
+    cfg = race_cfg(n, d, sigma0, seed)
+    x, y = training_set(cfg, root)
+    model, _ = build_model(cfg, (1, 1, x.shape[1]), 2)  # an FC net flattens its input
+    df = polar_gradient(neurons.OneHidden.from_state(model.state_dict()), x, y)
+    rel = ((df.ratio - df.identity).abs() / df.identity.abs().clip(lower=1e-300))
+    summary = {"d": d, "N": n, "sigma0": sigma0, "seed": seed, "max_rel_dev": float(rel.max()),
+               "decades": float(np.log10(df.ratio.abs().max() / df.ratio.abs().min()))}
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ax.scatter(df.x, df.ratio, s=6, label="∂L/∂θ ÷ ∂L/∂‖w2‖ (autograd)")
+    grid = np.linspace(-math.pi / 2 + 0.02, math.pi / 2 - 0.02, 400)
+    ax.plot(grid, df.norm_w2.mean() * np.tan(grid), "k--", lw=0.8, label="mean ‖w2‖ · tan(x)")
+    ax.set_yscale("symlog", linthresh=float(df.ratio.abs().min()))
+    ax.set_xlabel("x = 3π/4 − θ_α (mod π)")
+    ax.set_ylabel("ratio")
+    ax.set_title(f"Fig 6: d={d}, N={n}, σ₀={sigma0:g}, at init")
+    ax.legend(fontsize=7, loc="upper left")
+    plotting.save(fig, df, out, "figure6")
+    (Path(out) / "figure6.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def figure7(root: str, out: Path, sizes: Sequence[int] = FIG7_SIZES, probes: int = 100_000,
+            seeds: Sequence[int] = (0, 1, 2), max_iter: int = 200, patience: int = 5) -> pd.DataFrame:
+    """App. D Fig 7: Algorithm 1's stable-cell count on the binary CIFAR-10 training set of each N, both
+    alignments of the outgoing weights, one probe draw per seed (the paper: M=10⁵, T_max=200, p=5,
+    3 seeds). Writes figure7.{csv,png,pdf} and figure7.md (mean ± std over seeds, against §3's 10-100)."""
+    rows = []
+    for n in sizes:
+        x, y = training_set(race_cfg(n), root)
+        for seed in seeds:
+            tr = neurons.stable_cell_trace(x, y, probes, max_iter, patience, torch.Generator().manual_seed(seed),
+                                           (1, -1))
+            rows += [{"N": n, "sign": sg, "seed": seed, "stable_cells": t[-1], "steps": len(t),
+                      "capped": len(t) == max_iter} for sg, t in tr.items()]
+    df = pd.DataFrame(rows)
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for sg, g in df.groupby("sign"):
+        s = g.groupby("N").stable_cells.agg(["mean", "std"])
+        ax.errorbar(s.index, s["mean"], s["std"], marker="o", capsize=3, label=f"class {1 if sg == 1 else 2} alignment")
+    ax.axhspan(*FIG7_PAPER, color="0.9", label="paper §3: 10-100")
+    ax.set(xscale="log", yscale="log", xlabel="N (training examples)", ylabel="stable cells",
+           title=f"Fig 7: M={probes:g} probes, {len(seeds)} seeds")
+    ax.legend(fontsize=7, loc="upper left")
+    plotting.save(fig, df, out, "figure7")
+    (Path(out) / "figure7.md").write_text(figure7_md(df, probes, max_iter, patience))
+    return df
+
+
+def figure7_md(df: pd.DataFrame, probes: int, max_iter: int, patience: int) -> str:
+    """Per N and alignment, mean ± std over seeds, and how many lie in the paper's 10-100."""
+    lo, hi = FIG7_PAPER
+    s = df.groupby(["N", "sign"]).stable_cells.agg(["mean", "std", "count"]).reset_index()
+    inside = int(((s["mean"] >= lo) & (s["mean"] <= hi)).sum())
+    lines = ["# Paper 004, Fig 7: stable cells against N (Appendix D, Algorithm 1)", "",
+             f"M={probes} probes, T_max={max_iter}, patience {patience}; binary CIFAR-10 training sets "
+             "(`+experiment=race`, first N/4 of each source class); mean ± std over the seeds' probe draws.", "",
+             "| N | class 1 alignment | class 2 alignment |", "|---|---|---|"]
+    for n, g in s.groupby("N"):
+        cell = {r.sign: f"{r['mean']:.1f} ± {r['std']:.1f}" for _, r in g.iterrows()}
+        lines.append(f"| {n} | {cell.get(1, '—')} | {cell.get(-1, '—')} |")
+    capped = int(df.capped.sum())
+    lines += ["", f"{inside} of {len(s)} means lie in the paper's {lo}-{hi} (§3: \"K_stable = 10^1-10^2\")."
+              + (f" {capped} of {len(df)} counts stopped at T_max, not on the plateau." if capped else ""), ""]
+    return "\n".join(lines)
