@@ -15,7 +15,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 	$(if $(SEEDS),--seeds $(SEEDS)) $(if $(filter 0,$(BATCH)),--no-stack) $(if $(filter 1,$(SGD_SWEEP)),--sgd-sweep) \
 	$(if $(filter 1,$(ROW)),--row) $(if $(filter 1,$(SLURM)),--slurm) $(if $(filter 1,$(DRY)),--dry-run) $(EXTRA)
 
-.PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures exp6 exp6-reduced page \
+.PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
 	table2-conv-reduced table4-conv-reduced \
 	races races-quick races-report routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-report routing-toy routing-features \
 	routing-backbone
@@ -34,6 +34,8 @@ help:
 	@echo "make table4-quick        the same at reduced scale (2-core CPU)"
 	@echo "make figure3             Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
 	@echo "make dgn-figures         paper 002 Figures 1-4 and 7-8 (FIG_SCALE)"
+	@echo "make dgn-figure5         paper 002 Fig 5: ReLU against GaLU on MNIST, random labels and pixels"
+	@echo "make dgn-figure5-reduced the same on this CPU's scale (5000/2000 images, 40 epochs)"
 	@echo "make exp6                paper 002 experiment 6: train only the gates of a CIFAR-10 conv net"
 	@echo "make exp6-reduced        the same on this CPU's scale (10000/2000 images, 5 epochs)"
 	@echo "make races               paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
@@ -70,6 +72,8 @@ table4-quick: ; $(R) table4 --scale quick $(ARGS)
 table4-conv-reduced: ; $(R) table4 --scale conv-reduced $(ARGS) $(CONV_REDUCED_ARGS)
 figure3: ; $(R) figure3 --scale $(FIG_SCALE) $(ARGS)
 dgn-figures: ; $(R) dgn-figures --scale $(FIG_SCALE) $(ARGS)
+dgn-figure5: ; $(R) dgn-figure5 --scale paper $(ARGS)
+dgn-figure5-reduced: ; $(R) dgn-figure5 --scale reduced $(ARGS)
 exp6: ; $(R) exp6 --scale paper $(ARGS)
 exp6-reduced: ; $(R) exp6 --scale reduced $(ARGS)
 races: ; $(R) races --scale paper $(ARGS)

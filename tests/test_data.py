@@ -95,3 +95,24 @@ def test_cut_writes_a_smaller_cache_whose_images_are_those_limit_train_picks(tin
     cfg = make_cfg(["dataset.limit_train=40"], tmp_path)
     cut = data_mod.load(cfg.dataset, cfg.data, "cpu")
     assert torch.equal(full.train.x, cut.train.x) and torch.equal(full.train.y, cut.train.y)
+
+
+@pytest.mark.parametrize("kind", ["labels", "pixels"])
+def test_corrupt_replaces_the_training_labels_or_pixels_only_and_the_same_for_every_run(tiny_root, kind):
+    """Paper 002 Fig 5 (Zhang et al.'s random labels / random pixels): the test split is untouched."""
+    ds = make_cfg(["dataset=mnist"], tiny_root)
+    clean = data_mod.load(ds.dataset, ds.data, "cpu")
+    bad_cfg = make_cfg(["dataset=mnist", f"dataset.corrupt={kind}", "seed=3"], tiny_root)
+    bad = data_mod.load(bad_cfg.dataset, bad_cfg.data, "cpu")
+    again = data_mod.load(make_cfg(["dataset=mnist", f"dataset.corrupt={kind}"], tiny_root).dataset, ds.data, "cpu")
+    assert torch.equal(bad.test.x, clean.test.x) and torch.equal(bad.test.y, clean.test.y)
+    assert torch.equal(bad.train.x, again.train.x) and torch.equal(bad.train.y, again.train.y)  # not the run's seed
+    if kind == "labels":
+        assert torch.equal(bad.train.x, clean.train.x) and bad.train.y.dtype == clean.train.y.dtype
+        agree = (bad.train.y == clean.train.y).double().mean().item()
+        assert agree < 0.25 and set(bad.train.y.tolist()) == set(range(10))  # about 1 in 10 by chance
+    else:
+        assert torch.equal(bad.train.y, clean.train.y)
+        a, b = bad.train.x.flatten(1), clean.train.x.flatten(1)
+        assert torch.equal(a.sort(1).values, b.sort(1).values)  # each image's own pixels, in another order
+        assert (a != b).any(1).all()

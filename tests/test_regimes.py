@@ -209,3 +209,14 @@ def test_soft_galu_gating_network_is_itself_gated_and_dlnpf_keeps_relu(cfg_facto
                 zf, zv = act(qf, g), lv(zv) * g
             torch.testing.assert_close(model(x), model.value.head(zv), rtol=0, atol=0)
     assert cfg_factory("regime=soft_galu").regime.feature_act == "gate"
+
+
+def test_every_regime_reads_the_same_in_a_row_as_on_its_own():
+    """``regimes=[..]`` reads each yaml itself: its ``defaults`` (galu.yaml: frnpf_ii) count as Hydra's do."""
+    from gatelab.core.config import CONF_DIR
+    from gatelab.core.runs import compose
+    from gatelab.nets.regimes import regime_config
+    names = sorted(p.stem for p in (CONF_DIR / "regime").glob("*.yaml"))
+    assert "galu" in names
+    for name in names:
+        assert regime_config(name) == compose([f"regime={name}"]).regime, name

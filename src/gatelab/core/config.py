@@ -63,6 +63,15 @@ class Normalize(StrEnum):
     standardize = "standardize"  # (x - mean)/std, one mean and std over all pixels of the training split
 
 
+class Corrupt(StrEnum):
+    """What of the training split is replaced by noise (Zhang et al. 2017; paper 002 Fig 5), drawn from
+    a fixed generator (``gatelab.data.datasets.CORRUPT_SEED``): every run sees the same corrupted set.
+    The test split is left as it is."""
+    none = "none"
+    labels = "labels"  # every training label uniform over the classes, independent of its image
+    pixels = "pixels"  # every training image's pixels in an order of its own (one permutation per image)
+
+
 class Gate(StrEnum):
     """G(q) of a DGN: hard 1{q>0} | soft (1+eps)*sigmoid(beta*q) | one (all gates 1, deep linear);
     leaky: leaky ReLU of slope regime.slope (routing nets, paper 003 Fig 9)."""
@@ -166,6 +175,7 @@ class DatasetConfig:
     grayscale: bool = later(False)  # luma 0.299R + 0.587G + 0.114B, one channel
     normalize: Normalize = later(Normalize.unit)
     routing: Optional[RoutingConfig] = later(None)  # a routing task over the base dataset (arch=routing)
+    corrupt: Corrupt = later(Corrupt.none)  # random labels or pixels of the training split (paper 002 Fig 5)
 
 
 @dataclass

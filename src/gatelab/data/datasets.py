@@ -246,6 +246,25 @@ def _routing_features(routing, data_cfg, train: Split, test: Split) -> tuple[Spl
     return tuple(Split(feats[k].view(len(s), 1, 1, -1).to(s.x.device), s.y) for k, s in (("train", train), ("test", test)))
 
 
+CORRUPT_SEED = 0  # the generator of dataset.corrupt: one corrupted training set for every run and seed
+
+
+def corrupt(split: Split, kind: str, classes: int) -> Split:
+    """``dataset.corrupt`` (:class:`gatelab.core.config.Corrupt`) applied to a training split: uniform
+    random labels, or each image's pixels in an order of its own (its histogram kept)."""
+    if kind in (None, "none"):
+        return split
+    gen = torch.Generator().manual_seed(CORRUPT_SEED)
+    if kind == "labels":
+        y = torch.randint(0, classes, split.y.shape, generator=gen)
+        return Split(split.x, y.to(split.y.device, split.y.dtype))
+    if kind == "pixels":
+        flat = split.x.flatten(1)
+        order = torch.rand(flat.shape, generator=gen).argsort(1).to(flat.device)
+        return Split(flat.gather(1, order).view_as(split.x), split.y)
+    raise ValueError(f"unknown dataset.corrupt {kind!r} (none, labels, pixels)")
+
+
 def load(ds_cfg, data_cfg, device) -> Data:
     """Load the dataset of ``ds_cfg`` (:class:`gatelab.core.config.DatasetConfig`) onto ``device``."""
     arrays = load_arrays(ds_cfg.source, data_cfg.root, data_cfg.download)
@@ -259,6 +278,9 @@ def load(ds_cfg, data_cfg, device) -> Data:
                          f"labels {sorted(present)}")
     train = _split(arrays["x_train"], arrays["y_train"], ds_cfg, ds_cfg.limit_train, device)
     test = _split(arrays["x_test"], arrays["y_test"], ds_cfg, ds_cfg.limit_test, device)
+    if ds_cfg.task != "classification" and ds_cfg.get("corrupt", "none") == "labels":
+        raise ValueError("dataset.corrupt=labels draws class labels: it needs task=classification")
+    train = corrupt(train, ds_cfg.get("corrupt") or "none", ds_cfg.num_classes)
     shift, div = normalizer(ds_cfg.get("normalize") or "unit", train.x)
     routing = ds_cfg.get("routing")
     if routing is not None and routing.get("features"):  # paper 003 CIFAR: frozen-backbone features

@@ -55,7 +55,9 @@ def regime_config(name: str):
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
         raise ConfigError(f"unknown regime {name!r}; known: {known}")
-    return OmegaConf.merge(OmegaConf.structured(RegimeConfig), OmegaConf.load(path))
+    own = OmegaConf.load(path)
+    parents = [d for d in own.pop("defaults", []) if d != "_self_"]  # e.g. galu.yaml: frnpf_ii, then its own keys
+    return OmegaConf.merge(OmegaConf.structured(RegimeConfig), *(regime_config(p) for p in parents), own)
 
 
 def relu_twin(cfg):

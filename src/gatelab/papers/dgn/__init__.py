@@ -1,10 +1,11 @@
-"""Paper 002, "Deep Gated Networks": Table 4 and Figures 1-4, 7, 8, 10.
+"""Paper 002, "Deep Gated Networks": Table 4 and Figures 1-5, 7, 8, 10.
 
 ``python -m gatelab.papers.dgn table4 --runs outputs/table4 --out outputs/reports/table4``
 ``python -m gatelab.papers.dgn figures1-4 --scale quick --out outputs/reports/dgn-figures``
 ``python -m gatelab.papers.dgn figures7-8 --scale quick --runs outputs/dgn7-quick --out outputs/reports/dgn-figures``
 ``python -m gatelab.papers.dgn figure10 --out outputs/reports/dgn-figures`` (experiment 8, seconds)
 ``python -m gatelab.papers.dgn exp6 --runs outputs/exp6 --out outputs/reports/exp6`` (experiment 6's report)
+``python -m gatelab.papers.dgn figure5 --runs outputs/dgn-fig5 --out outputs/reports/dgn-fig5`` (Fig 5's report)
 ``python -m gatelab.papers.dgn replot --scale paper --out outputs/reports/dgn-figures-paper`` (redraw from the CSVs)
 
 * Table 4: CIFAR-10, Adam 3e-4, the VCONV-shaped conv net: DLN, ReLU and soft-ReLU for β × ε; mean
@@ -32,6 +33,7 @@ from gatelab.papers.dgn.adaptable_gates import (  # noqa: F401
 from gatelab.papers.dgn.figure10 import EXP8, exp8_data, exp8_summary, figure10  # noqa: F401
 from gatelab.papers.dgn.replot import replot  # noqa: F401
 from gatelab.papers.dgn.exp6 import PAPER_EXP6, exp6, write_exp6  # noqa: F401
+from gatelab.papers.dgn.figure5 import PAPER_FIG5_TEST, figure5  # noqa: F401
 from gatelab.papers.dgn.table4 import (  # noqa: F401
     TABLE4_BETAS, PAPER_TABLE4, table4, render_table4_markdown, write_table4)
 
@@ -40,10 +42,12 @@ def main(argv=None) -> None:
     ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
     f14 = sub.add_parser("figures1-4", help="Figures 1-4: Gram matrices and GD convergence vs depth")
     f78 = sub.add_parser("figures7-8", help="Figures 7-8: Binary-MNIST, adaptable / frozen / learned gates")
-    e6 = sub.add_parser("exp6", help="Experiment 6: exp6.{md,csv} from the gates-only runs below --runs")
-    e6.add_argument("--runs", type=Path, required=True)
-    e6.add_argument("--out", type=Path, required=True)
-    e6.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
+    for name, what in (("exp6", "Experiment 6: exp6.{md,csv} from the gates-only runs below --runs"),
+                       ("figure5", "Figure 5: ReLU against GaLU on MNIST, random labels and pixels (figure5.*)")):
+        e = sub.add_parser(name, help=what)
+        e.add_argument("--runs", type=Path, required=True)
+        e.add_argument("--out", type=Path, required=True)
+        e.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
     f10 = sub.add_parser("figure10", help="Figure 10 (experiment 8): a deep linear network on one example (seconds)")
     f10.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
     f14.add_argument("--kinds", nargs="*", choices=["frg", "galu", "relu"], default=["frg", "galu", "relu"],
@@ -68,6 +72,9 @@ def main(argv=None) -> None:
     if args.what == "exp6":
         write_exp6(args.runs, args.out, args.command)
         return print((args.out / "exp6.md").read_text())
+    if args.what == "figure5":
+        figure5(args.runs, args.out, args.command)
+        return print((args.out / "figure5.md").read_text())
     started = plotting.now()
     if args.what == "figure10":
         print(figure10(args.out).to_string(index=False))

@@ -51,3 +51,13 @@ def exp6(o: Options) -> Recipe:
     out = "outputs/reports/exp6" if o.scale == "paper" else "outputs/reports/exp6-reduced"
     return Recipe("exp6", "experiment 6", [run], reports=[[
         "gatelab.papers.dgn", "exp6", "--runs", root, "--out", out, "--command", "{command}"]])
+
+
+@recipe("dgn-figure5", ("paper", "reduced"), "Figure 5 of paper 002: ReLU against GaLU on MNIST, random labels and pixels")
+def dgn_figure5(o: Options) -> Recipe:
+    """``paper``: every image, 100 epochs (the paper gives none); ``reduced``: 5000/2000 images, 40 epochs."""
+    root = o.root("outputs/dgn-fig5") if o.scale == "paper" else "outputs/dgn-fig5-reduced"
+    exp = "+experiment=dgn_fig5" if o.scale == "paper" else "+experiment=[dgn_fig5,dgn_fig5_reduced]"
+    out = "outputs/reports/dgn-fig5" if o.scale == "paper" else "outputs/reports/dgn-fig5-reduced"
+    return Recipe("dgn-figure5", "paper 002 Fig 5", [[exp, "dataset.corrupt=none,labels,pixels", f"out_root={root}"]],
+                  reports=[["gatelab.papers.dgn", "figure5", "--runs", root, "--out", out, "--command", "{command}"]])
