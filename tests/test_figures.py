@@ -207,3 +207,24 @@ def test_dgn_figures_2_7_and_8_show_the_seed_spread_where_the_csv_has_it():
         fig = figures.figure2_plot(frame, {"entry_runs": 3})
         assert sum(len(ax.collections) for ax in fig.axes) == bands
         plt.close(fig)
+
+
+def test_figure5_compares_relu_and_galu_on_each_training_set_from_its_runs(tiny_root, tmp_path):
+    """Paper 002 Fig 5 end to end on tiny data: the rows of +experiment=dgn_fig5 train, and the report
+    lays out each training set's curves, the first epoch at 90%, and sentences that follow its numbers."""
+    from conftest import make_cfg
+    from gatelab.training.loop import train
+    for cor in ("none", "labels"):
+        for reg in ("relu", "galu"):
+            cfg = make_cfg(["+experiment=dgn_fig5", "arch.dense=[32,16]", "epochs=3", "regimes=null", f"regime={reg}", "dataset.limit_train=200",
+                            f"dataset.corrupt={cor}", "optimizer.lr=1e-2"], tiny_root)
+            assert train(cfg, tmp_path / "runs" / f"{cor}-{reg}")["status"] == "completed"
+    s = dgn.figure5(tmp_path / "runs", tmp_path / "out", "python run.py -m +experiment=dgn_fig5")
+    assert sorted(zip(s.corrupt, s.regime)) == [("labels", "galu"), ("labels", "relu"), ("none", "galu"), ("none", "relu")]
+    assert s[s.corrupt == "labels"].best_test.isna().all() and s[s.corrupt == "none"].best_test.notna().all()
+    md = (tmp_path / "out" / "figure5.md").read_text()
+    relu, galu = (s[(s.corrupt == "none") & (s.regime == r)].best_test.iloc[0] for r in ("relu", "galu"))
+    assert f"ReLU {relu:.2f}%, GaLU {galu:.2f}%" in md and "REDUCED" in md
+    assert "- labels training set:" in md and "- pixels training set:" not in md  # no runs, no sentence
+    curves = pd.read_csv(tmp_path / "out" / "figure5.csv")
+    assert len(curves) == 4 * 3 and (tmp_path / "out" / "figure5.png").is_file()
