@@ -30,6 +30,7 @@ import json
 import sys
 from pathlib import Path
 
+from gatelab.data.datasets import data_root
 from gatelab.papers import plotting, report
 from gatelab.papers.races.table1 import (  # noqa: F401
     TAUS, SPARSITIES, DEFAULT, TRACE, PAPER_TABLE1, RaceRun, scan,
@@ -64,7 +65,7 @@ def main(argv=None) -> None:
     for name, what in (("figure6", "Fig 6 (App. B): the outgoing weights' gradient ratio at init, beside its identity"),
                        ("figure7", "Fig 7 (App. D): Algorithm 1's stable-cell count against N")):
         a = sub.add_parser(name, help=what + " (trains nothing)")
-        a.add_argument("--data", required=True, help="data root holding cifar10.npz")
+        a.add_argument("--data", default=None, help="data root holding cifar10.npz (default: $GATELAB_DATA, ~/.cache/gatelab)")
         a.add_argument("--out", type=Path, required=True)
         if name == "figure7":
             a.add_argument("--sizes", default=",".join(map(str, appendix.FIG7_SIZES)), help="the N, comma-separated")
@@ -73,6 +74,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.what in ("figure6", "figure7"):
         started = plotting.now()
+        args.data = str(data_root(args.data))
         if args.what == "figure6":
             print(json.dumps(appendix.figure6(args.data, args.out), indent=1))
             scale = {"d": 1000, "N": 200}

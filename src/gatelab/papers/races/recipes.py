@@ -47,3 +47,11 @@ def races(o: Options) -> Recipe:
                ["gatelab.papers.races", "isolation", "--runs", root, "--out", out, "--command", "{command}"],
                ["gatelab.papers.races", "figures", "--runs", root, "--out", out]]
     return Recipe("races", "paper 004", runs, reports=reports)
+
+
+@recipe("races-appendix", ("paper",), "Figures 6 and 7 of paper 004's appendix: the gradient ratio, the stable cells (no training)")
+def races_appendix(o: Options) -> Recipe:
+    data = ["--data", o.data] if o.data else []
+    out = ["--out", "outputs/reports/races-appendix"]
+    return Recipe("races-appendix", "paper 004's appendix figures", figures=[
+        ["gatelab.papers.races", "figure6", *data, *out], ["gatelab.papers.races", "figure7", *data, *out]])
