@@ -413,3 +413,6 @@ def test_appendix_figures_6_and_7_render_from_the_data_alone(tiny_root, tmp_path
     md = (tmp_path / "figure7.md").read_text()
     assert "| 40 |" in md and "of 4 means lie in the paper's 10-100" in md
     assert (tmp_path / "figure7.png").is_file() and "figure7" in (tmp_path / "PROVENANCE.md").read_text()
+    (tmp_path / "figure7.md").unlink()
+    main(["figure7", "--out", str(tmp_path), "--replot"])  # from the CSV alone: the same page
+    assert (tmp_path / "figure7.md").read_text() == md and "M=400 probes" in md

@@ -30,6 +30,8 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from gatelab.data.datasets import data_root
 from gatelab.papers import plotting, report
 from gatelab.papers.races.table1 import (  # noqa: F401
@@ -71,6 +73,7 @@ def main(argv=None) -> None:
             a.add_argument("--sizes", default=",".join(map(str, appendix.FIG7_SIZES)), help="the N, comma-separated")
             a.add_argument("--probes", type=int, default=100_000, help="M (the paper: 10^5)")
             a.add_argument("--seeds", default="0,1,2", help="one probe draw per seed (the paper: 3)")
+            a.add_argument("--replot", action="store_true", help="redraw from --out's figure7.csv (computes nothing)")
     args = ap.parse_args(argv)
     if args.what in ("figure6", "figure7"):
         started = plotting.now()
@@ -80,7 +83,13 @@ def main(argv=None) -> None:
             scale = {"d": 1000, "N": 200}
         else:
             sizes, seeds = [int(v) for v in args.sizes.split(",")], [int(v) for v in args.seeds.split(",")]
-            appendix.figure7(args.data, args.out, sizes, args.probes, seeds)
+            if args.replot:
+                df = pd.read_csv(args.out / "figure7.csv")
+                sizes, seeds = sorted(df.N.unique().tolist()), sorted(df.seed.unique().tolist())
+                args.probes = int(df.probes.iloc[0])
+                appendix.draw_figure7(df, args.out)
+            else:
+                appendix.figure7(args.data, args.out, sizes, args.probes, seeds)
             print((args.out / "figure7.md").read_text())
             scale = {"sizes": sizes, "probes": args.probes, "seeds": seeds}
         plotting.write_provenance(args.out, "gatelab.papers.races", argv, scale, started)

@@ -93,19 +93,30 @@ def figure7(root: str, out: Path, sizes: Sequence[int] = FIG7_SIZES, probes: int
             tr = neurons.stable_cell_trace(x, y, probes, max_iter, patience, torch.Generator().manual_seed(seed),
                                            (1, -1))
             rows += [{"N": n, "sign": sg, "seed": seed, "stable_cells": t[-1], "steps": len(t),
-                      "capped": len(t) == max_iter} for sg, t in tr.items()]
+                      "capped": len(t) == max_iter, "probes": probes, "max_iter": max_iter, "patience": patience}
+                     for sg, t in tr.items()]
     df = pd.DataFrame(rows)
+    draw_figure7(df, out)
+    return df
+
+
+def draw_figure7(df: pd.DataFrame, out: Path) -> None:
+    """figure7.{png,pdf,csv} and figure7.md from Algorithm 1's counts (``figure7 --replot`` reads the CSV)."""
+    probes, max_iter, patience = (int(df[k].iloc[0]) for k in ("probes", "max_iter", "patience"))
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for sg, g in df.groupby("sign"):
-        s = g.groupby("N").stable_cells.agg(["mean", "std"])
-        ax.errorbar(s.index, s["mean"], s["std"], marker="o", capsize=3, label=f"class {1 if sg == 1 else 2} alignment")
+    for sg in (1, -1):
+        s = df[df.sign == sg].groupby("N").stable_cells.agg(["mean", "std"])
+        ax.errorbar(s.index, s["mean"], s["std"].fillna(0), marker="o", capsize=3,
+                    label=f"class {1 if sg == 1 else 2} alignment")
     ax.axhspan(*FIG7_PAPER, color="0.9", label="paper §3: 10-100")
+    sizes = sorted(df.N.unique())
     ax.set(xscale="log", yscale="log", xlabel="N (training examples)", ylabel="stable cells",
-           title=f"Fig 7: M={probes:g} probes, {len(seeds)} seeds")
-    ax.legend(fontsize=7, loc="upper left")
+           title=f"Fig 7: M={probes:g} probes, {df.seed.nunique()} probe draws")
+    ax.set_xticks(sizes, [str(n) for n in sizes], minor=False)
+    ax.set_xticks([], minor=True)
+    ax.legend(fontsize=7, loc="best")
     plotting.save(fig, df, out, "figure7")
     (Path(out) / "figure7.md").write_text(figure7_md(df, probes, max_iter, patience))
-    return df
 
 
 def figure7_md(df: pd.DataFrame, probes: int, max_iter: int, patience: int) -> str:
