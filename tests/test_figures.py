@@ -226,5 +226,10 @@ def test_figure5_compares_relu_and_galu_on_each_training_set_from_its_runs(tiny_
     relu, galu = (s[(s.corrupt == "none") & (s.regime == r)].best_test.iloc[0] for r in ("relu", "galu"))
     assert f"ReLU {relu:.2f}%, GaLU {galu:.2f}%" in md and "REDUCED" in md
     assert "- labels training set:" in md and "- pixels training set:" not in md  # no runs, no sentence
+    from gatelab.papers.dgn.figure5 import TIE, faster
+    g = s[s.corrupt == "labels"].set_index("regime").mean_train
+    who = faster(s, "labels")
+    assert who == ("neither" if abs(g.galu - g.relu) < TIE else "GaLU" if g.galu > g.relu else "ReLU")
+    assert f"- labels training set: {'neither trains faster' if who == 'neither' else who + ' trains faster'} (" in md
     curves = pd.read_csv(tmp_path / "out" / "figure5.csv")
     assert len(curves) == 4 * 3 and (tmp_path / "out" / "figure5.png").is_file()

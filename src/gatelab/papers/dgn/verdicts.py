@@ -4,8 +4,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import pandas as pd
-
 from gatelab.papers import report
 from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
 
@@ -174,17 +172,17 @@ def figure5(root: Path) -> Row:
     rel, scale, df = first_csv(root, (("dgn-fig5", "paper"), ("dgn-fig5-reduced", "reduced")), "figure5_summary.csv", len)
     if df is None:
         return missing("dgn-fig5-reduced", "`make dgn-figure5-reduced` (minutes on a CPU)")
-    from gatelab.papers.dgn.figure5 import REACH
+    from gatelab.papers.dgn.figure5 import faster
     g = df.set_index(["corrupt", "regime"])
     sets = sorted({c for c, _ in g.index if (c, "relu") in g.index and (c, "galu") in g.index})
-    reach = lambda c, r: g.loc[(c, r)].epoch_reach if not pd.isna(g.loc[(c, r)].epoch_reach) else float("inf")  # noqa: E731
-    faster = [c for c in sets if reach(c, "galu") < reach(c, "relu")]
+    quick = [c for c in sets if faster(df, c) == "GaLU"]
     relu, galu = (g.loc[("none", r)].best_test if ("none", r) in g.index else float("nan") for r in ("relu", "galu"))
-    return Row(scale, rel, f"{int(df.n.max())} seed(s) per regime, {len(sets)} training sets",
-               f"test ReLU {relu:.2f}%, GaLU {galu:.2f}%; GaLU first at {REACH:.0f}% train on {len(faster)} of {len(sets)}",
+    return Row(scale, rel, f"{int(df.n.min())}-{int(df.n.max())} seed(s) per regime, {len(sets)} training sets",
+               f"test ReLU {relu:.2f}%, GaLU {galu:.2f}%; GaLU faster on {len(quick)} of {len(sets)} training sets",
                "test ReLU 98.5%, GaLU 96.5%; GaLU trains a bit faster",
-               qualitative(relu > galu and len(faster) == len(sets) == 3,
-                           "ReLU's test accuracy above GaLU's, and GaLU first at 90% train on all three training sets"),
+               qualitative(relu > galu and len(quick) == len(sets) == 3,
+                           "ReLU's test accuracy above GaLU's, and GaLU's training accuracy, averaged over the epochs, "
+                           "above ReLU's on all three training sets"),
                "" if scale == "paper" else "reduced (dgn-fig5-reduced.yaml); every image and 100 epochs: `make dgn-figure5` "
                "(priced by `DRY=1`)")
 
