@@ -50,13 +50,31 @@ def _routing_step(m: float, k: float) -> float:
     return m * (1 + k / 184 + m / 652)
 
 
+FC_REF = (784, (128,) * 5)  # the FC entries' net: MNIST, 5 hidden layers of 128 (Table 2's FC rows)
+
+
+def _fc_macs(din: int, dense) -> int:
+    dims = [din, *dense]
+    return sum(a * b for a, b in zip(dims, dims[1:]))
+
+
+def _fc_in(cfg) -> int:
+    """The input width an FC net of ``cfg`` sees: MNIST 784, CIFAR-10 3072 (1024 in grayscale)."""
+    if str(cfg.dataset.source) == "mnist":
+        return 784
+    return 1024 if cfg.dataset.get("grayscale") else 3072
+
+
 def size(cfg) -> float:
-    """How much more a step of ``cfg`` does than the step its entry was measured at; 1 for every
-    network but the routing net. Its step runs M encoders (their weights, gradients and momenta:
-    memory-bound on a CPU), all M² decoder outputs as one GEMM, and the softmax of the K·M trained
+    """How much more a step of ``cfg`` does than the step its entry was measured at: an FC net (of more
+    than one hidden layer) by its hidden layers' multiply-adds against the entry's net (``FC_REF``;
+    paper 002 Fig 5's 512..64 net: 5.4x; measured here: about 10x); 1 for convolutional nets. A
+    routing step runs M encoders (their weights, gradients and momenta: memory-bound on a CPU), all M² decoder outputs as one GEMM, and the softmax of the K·M trained
     pairs: M·(1 + K/184 + M/652), the three constants fitted to one-thread steps here (3 seeds,
     batch 8, two other trainings beside them) of 23 ms at M=20 (K=2 or 10), 128 ms at M=100, K=10,
     174 ms at K=90. A GPU runs them in parallel, so its routing prices for large M are an upper bound."""
+    if key(cfg) == "fc":
+        return _fc_macs(_fc_in(cfg), cfg.arch.dense) / _fc_macs(*FC_REF)
     if key(cfg) != "routing":
         return 1.0
     rt = cfg.dataset.routing
