@@ -32,13 +32,14 @@ def key(cfg) -> str:
 def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     """(seconds per step of a stack, seconds per net in it) of run ``cfg`` on the device of ``entry``:
     a stack of S nets takes ``a + S * b`` a step. An entry is ``[a, b]``, or one number ``b`` (a = 0:
-    the seconds per net-step measured at the stack size of the papers' jobs). None: not measured."""
+    the seconds per net-step measured at the stack size of the papers' jobs). None: not measured.
+    A net of another size (:func:`size`) scales ``b``, its arithmetic; ``a``, the step's dispatch and
+    kernel launches, stays."""
     v = entry.get(f"{key(cfg)}/{cfg.regime.name}", entry.get(key(cfg)))
     if v is None:
         return None
     a, b = (0.0, float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
-    f = size(cfg)
-    return a * f, b * f
+    return a, b * size(cfg)
 
 
 ROUTING_REF = (20, 10)  # (M, K) of the routing entries' measurements on the CPU (the H100's: M=40, K=5)
