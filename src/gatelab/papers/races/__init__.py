@@ -30,9 +30,6 @@ import json
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from gatelab.data.datasets import data_root
 from gatelab.papers import plotting, report
 from gatelab.papers.races.table1 import (  # noqa: F401
     TAUS, SPARSITIES, DEFAULT, TRACE, PAPER_TABLE1, RaceRun, scan,
@@ -64,36 +61,10 @@ def main(argv=None) -> None:
     f.add_argument("--out", type=Path, required=True)
     f.add_argument("--data", default=None)
     f.add_argument("--early", type=int, default=None, help="the early step (default: last checkpoint ≤ drop/4)")
-    for name, what in (("figure6", "Fig 6 (App. B): the outgoing weights' gradient ratio at init, beside its identity"),
-                       ("figure7", "Fig 7 (App. D): Algorithm 1's stable-cell count against N")):
-        a = sub.add_parser(name, help=what + " (trains nothing)")
-        a.add_argument("--data", default=None, help="data root holding cifar10.npz (default: $GATELAB_DATA, ~/.cache/gatelab)")
-        a.add_argument("--out", type=Path, required=True)
-        if name == "figure7":
-            a.add_argument("--sizes", default=",".join(map(str, appendix.FIG7_SIZES)), help="the N, comma-separated")
-            a.add_argument("--probes", type=int, default=100_000, help="M (the paper: 10^5)")
-            a.add_argument("--seeds", default="0,1,2", help="one probe draw per seed (the paper: 3)")
-            a.add_argument("--replot", action="store_true", help="redraw from --out's figure7.csv (computes nothing)")
+    appendix.add_parsers(sub)
     args = ap.parse_args(argv)
-    if args.what in ("figure6", "figure7"):
-        started = plotting.now()
-        args.data = str(data_root(args.data))
-        if args.what == "figure6":
-            print(json.dumps(appendix.figure6(args.data, args.out), indent=1))
-            scale = {"d": 1000, "N": 200}
-        else:
-            sizes, seeds = [int(v) for v in args.sizes.split(",")], [int(v) for v in args.seeds.split(",")]
-            if args.replot:
-                df = pd.read_csv(args.out / "figure7.csv")
-                sizes, seeds = sorted(df.N.unique().tolist()), sorted(df.seed.unique().tolist())
-                args.probes = int(df.probes.iloc[0])
-                appendix.draw_figure7(df, args.out)
-            else:
-                appendix.figure7(args.data, args.out, sizes, args.probes, seeds)
-            print((args.out / "figure7.md").read_text())
-            scale = {"sizes": sizes, "probes": args.probes, "seeds": seeds}
-        plotting.write_provenance(args.out, "gatelab.papers.races", argv, scale, started)
-        return
+    if args.what in appendix.COMMANDS:
+        return appendix.run(args, argv)
     if args.what == "table1":
         df = write_table1(args.runs, args.out, args.command, args.data, args.epochs,
                           Rule(args.linkage, tuple(args.parts.split(","))))

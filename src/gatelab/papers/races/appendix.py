@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from gatelab.analyses import neurons
 from gatelab.core.runs import compose, plain
+from gatelab.data.datasets import data_root
 from gatelab.nets.regimes import build_model
 from gatelab.papers import plotting
 from gatelab.papers.plotting import plt
@@ -135,3 +136,41 @@ def figure7_md(df: pd.DataFrame, probes: int, max_iter: int, patience: int) -> s
     lines += ["", f"{inside} of {len(s)} means lie in the paper's {lo}-{hi} (§3: \"K_stable = 10^1-10^2\")."
               + (f" {capped} of {len(df)} counts stopped at T_max, not on the plateau." if capped else ""), ""]
     return "\n".join(lines)
+
+
+COMMANDS = ("figure6", "figure7")
+
+
+def add_parsers(sub) -> None:
+    """``figure6`` and ``figure7`` of ``python -m gatelab.papers.races``."""
+    for name, what in (("figure6", "Fig 6 (App. B): the outgoing weights' gradient ratio at init, beside its identity"),
+                       ("figure7", "Fig 7 (App. D): Algorithm 1's stable-cell count against N")):
+        a = sub.add_parser(name, help=what + " (trains nothing)")
+        a.add_argument("--data", default=None, help="data root holding cifar10.npz (default: $GATELAB_DATA, ~/.cache/gatelab)")
+        a.add_argument("--out", type=Path, required=True)
+        if name == "figure7":
+            a.add_argument("--sizes", default=",".join(map(str, FIG7_SIZES)), help="the N, comma-separated")
+            a.add_argument("--probes", type=int, default=100_000, help="M (the paper: 10^5)")
+            a.add_argument("--seeds", default="0,1,2", help="one probe draw per seed (the paper: 3)")
+            a.add_argument("--replot", action="store_true", help="redraw from --out's figure7.csv (computes nothing)")
+
+
+def run(args, argv) -> None:
+    """Run ``figure6`` or ``figure7`` and write its line of ``<out>/PROVENANCE.md``."""
+    started = plotting.now()
+    args.data = str(data_root(args.data))
+    if args.what == "figure6":
+        print(json.dumps(figure6(args.data, args.out), indent=1))
+        scale = {"d": 1000, "N": 200}
+    else:
+        sizes, seeds = [int(v) for v in args.sizes.split(",")], [int(v) for v in args.seeds.split(",")]
+        if args.replot:
+            df = pd.read_csv(args.out / "figure7.csv")
+            sizes, seeds = sorted(df.N.unique().tolist()), sorted(df.seed.unique().tolist())
+            args.probes = int(df.probes.iloc[0])
+            draw_figure7(df, args.out)
+        else:
+            figure7(args.data, args.out, sizes, args.probes, seeds)
+        print((args.out / "figure7.md").read_text())
+        scale = {"sizes": sizes, "probes": args.probes, "seeds": seeds}
+    plotting.write_provenance(args.out, "gatelab.papers.races", argv, scale, started)
