@@ -248,8 +248,8 @@ def stable_cells(races: list[RaceRun], root: Optional[str] = None) -> dict:
                 r.imp is not None:
             continue
         (x, y), _ = run_data(r, root)
-        out[r.n] = tuple(neurons.stable_cell_count(x, y, generator=torch.Generator().manual_seed(0), sign=s)
-                         for s in (1, -1))
+        trace = neurons.stable_cell_trace(x, y, generator=torch.Generator().manual_seed(0), signs=(1, -1))
+        out[r.n] = tuple(trace[s][-1] for s in (1, -1))  # one probe draw and first product for both alignments
     return out
 
 
