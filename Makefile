@@ -16,7 +16,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 	$(if $(filter 1,$(ROW)),--row) $(if $(filter 1,$(SLURM)),--slurm) $(if $(filter 1,$(DRY)),--dry-run) $(EXTRA)
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
-	table2-conv-reduced table4-conv-reduced \
+	table2-conv-reduced table2-conv-cpu table4-conv-reduced \
 	races races-quick races-report races-appendix routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-report routing-toy routing-features \
 	routing-backbone
 
@@ -30,6 +30,7 @@ help:
 	@echo "make table2-mnist-full   the FC rows at the code's lengths, Adam at 1e-4 and 3e-4 (hours on a CPU, resumable)"
 	@echo "make table2-quick        all rows at reduced scale (2-core CPU)"
 	@echo "make table2-conv-reduced / table4-conv-reduced  the conv rows and Table 4 at the GPU-minutes scale (EPOCHS=N)"
+	@echo "make table2-conv-cpu     the conv Adam rows at a 2-core CPU's scale (2,000/1,000 images, 6 epochs, fp32)"
 	@echo "make table4              Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
 	@echo "make table4-quick        the same at reduced scale (2-core CPU)"
 	@echo "make figure3             Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
@@ -67,6 +68,7 @@ table2-mnist: ; $(R) table2-mnist --scale paper $(ARGS)
 table2-mnist-full: ; $(R) table2-mnist --scale full $(ARGS)
 table2-quick: ; $(R) table2 --scale quick $(ARGS)
 table2-conv-reduced: ; $(R) table2 --scale conv-reduced $(ARGS) $(CONV_REDUCED_ARGS)
+table2-conv-cpu: ; $(R) table2 --scale conv-cpu $(ARGS)
 report: ; $(R) table2 --scale paper --report-only $(ARGS)
 table4: ; $(R) table4 --scale paper $(ARGS)
 table4-quick: ; $(R) table4 --scale quick $(ARGS)

@@ -7,6 +7,7 @@ built and placed by ``gatelab.training.stacking.setup`` and trained by ``gatelab
     python scripts/bench.py            # FC/MNIST ReLU + DLNPF, GCONV/CIFAR-10 ReLU + DLNPF, S=5
     python scripts/bench.py --quick    # fewer steps; under 10 minutes on a 2-core CPU
     python scripts/bench.py --quick --cases fc    # the FC cases only
+    python scripts/bench.py --paths --cases gconv # the conv step's paths (fp32, bf16, channels_last) vs plain
 
 Then the projection of Table 2 and Table 4 in device-hours from the measured batched times and the
 experiments' epochs and seeds. The last line reads ``speed-up fc/mnist 5 seeds: X.XX`` (per-seed
@@ -46,9 +47,11 @@ CASES = [  # (name, overrides, in_shape, train examples per epoch)
 ROW_LRS = (0.1, 0.01, 0.001)  # a Table 2 SGD row's step sizes (paper §6.1)
 
 
-def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch: int = 32, lrs=(None,)) -> float:
+def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch: int = 32, lrs=(None,),
+                     bf16: bool = False) -> float:
     """Seconds per training step of ``seeds`` x ``lrs`` stacked runs (``lrs``: SGD step sizes, one
-    per net, or None for the config's optimiser): one warm-up epoch, then one timed epoch."""
+    per net, or None for the config's optimiser): one warm-up epoch, then one timed epoch. ``overrides``
+    may set speed options (``channels_last=true``); ``bf16``: the training forward under bf16 autocast."""
     sgd = ["optimizer=sgd"] if lrs != (None,) else []
     cfg = compose([*overrides, *sgd, "progress=false", f"device={device}"])
     n = batch * steps
@@ -63,7 +66,7 @@ def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch:
         for r in runs:
             r.build(data, {})
         model, opt, gens = stacking.setup(cfg, runs, device)
-        autocast = torch.autocast(device.type, enabled=False)
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
         train_mod.train_epoch(cfg, model, opt, data, gens, autocast, 0)  # warm-up
         sync()
@@ -75,7 +78,7 @@ def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch:
 
 def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int = 32) -> float:
     """The baseline: one network (the same architecture) trained by a plain PyTorch loop, data on the
-    device, Adam, no host sync: what a user would write by hand."""
+    device, Adam, fp32, no host sync: what a user would write by hand."""
     import torch.nn.functional as F
 
     from gatelab.nets.regimes import build_model, trainable_parameters
@@ -98,6 +101,37 @@ def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int =
             opt.step()
         sync()
     return (time.perf_counter() - t) / steps
+
+
+PATHS = {  # --paths: the conv step's speed settings, each beside the plain fp32 loop
+    "stacked fp32": ([], False),
+    "stacked fp32 channels_last": (["channels_last=true"], False),
+    "stacked bf16": ([], True),
+    "stacked bf16 channels_last": (["channels_last=true"], True),
+}
+
+
+def paths(device, seeds: int, steps: int, cases) -> None:
+    """Seconds per net-step of every path in :data:`PATHS` for the conv cases, in one process, and each
+    one's ratio to the plain fp32 loop; bf16 is skipped (and said so) where the device emulates it
+    (:func:`gatelab.core.results.bf16_native`). The last line names the fastest path of each case."""
+    from gatelab.core.results import bf16_native
+    native = bf16_native(device)
+    print(f"paths: {seeds} seeds stacked, batch 32, {steps} timed steps; bf16 native: {native}")
+    for case, overrides, in_shape, _ in CASES:
+        if "conv" not in case or (cases and not any(c in case for c in cases)):
+            continue
+        plain = plain_seconds_per_step(overrides, in_shape, steps, device)
+        print(f"{case:22s} {'plain fp32 loop':28s} {plain:8.3f} s/net-step  1.00x", flush=True)
+        best = ("plain fp32 loop", plain)
+        for name, (extra, bf16) in PATHS.items():
+            if bf16 and not native:
+                print(f"{case:22s} {name:28s}  skipped: bf16 is emulated on this device", flush=True)
+                continue
+            t = seconds_per_step([*overrides, *extra], in_shape, seeds, steps, device, bf16=bf16) / seeds
+            print(f"{case:22s} {name:28s} {t:8.3f} s/net-step {plain / t:5.2f}x", flush=True)
+            best = min(best, (name, t), key=lambda b: b[1])
+        print(f"fastest {case}: {best[0]} ({plain / best[1]:.2f}x the plain loop)", flush=True)
 
 
 def projection(per_step: dict) -> list[str]:
@@ -125,8 +159,13 @@ def main() -> None:
     ap.add_argument("--record", metavar="DEVICE", default=None,
                     help="write the seconds per step (single and stacked) into conf/costs.yaml as DEVICE's entry "
                          "(e.g. h100; auto: the GPU's model, else cpu)")
+    ap.add_argument("--paths", action="store_true",
+                    help="the conv step's speed paths (fp32/bf16, channels_last) beside the plain loop, then stop")
     args = ap.parse_args()
     device = resolve_device(args.device)
+    if args.paths:
+        paths(device, 3 if args.seeds == 5 else args.seeds, 4 if args.quick else 12, args.cases)
+        return
     print(f"device: {device_name(device)}; batch 32; seconds per epoch per net, extrapolated from timed steps; "
           f"row: {args.seeds} seeds x SGD step sizes {ROW_LRS}, stacked")
     print(f"{'case':22s} {'plain':>9s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s} "

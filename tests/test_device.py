@@ -103,6 +103,27 @@ def test_bench_times_the_product_training_path():
     assert 0 < row < 10
 
 
+def test_bench_paths_time_each_conv_path_beside_the_plain_loop(monkeypatch, capsys):
+    """``bench.py --paths``: every conv path's seconds and ratio to the plain fp32 loop, bf16 skipped
+    with the reason where it is emulated, and the fastest named among those that ran."""
+    import importlib.util
+    from conftest import ROOT
+    from gatelab.core import results
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    tiny = ["dataset=cifar10", "arch=gconv", *TINY_ARCH["gconv"], "regime=relu"]
+    monkeypatch.setattr(bench, "CASES", [("gconv/cifar10 relu", tiny, (3, 8, 8), 100)])
+    monkeypatch.setattr(results, "bf16_native", lambda device: False)
+    bench.paths(torch.device("cpu"), 2, 2, None)
+    out = capsys.readouterr().out.splitlines()
+    timed = [line for line in out if "s/net-step" in line]
+    assert len(timed) == 3 and all(float(line.split()[-1].rstrip("x")) > 0 for line in timed)
+    assert sum("skipped: bf16 is emulated" in line for line in out) == 2
+    fastest = [line for line in out if line.startswith("fastest gconv")]
+    assert len(fastest) == 1 and ("plain fp32 loop" in fastest[0] or "stacked fp32" in fastest[0])
+
+
 def test_parallel_jobs_claim_different_gpus(tmp_path, monkeypatch):
     """Several jobs on one machine with 3 GPUs: each process claims a free one (lock files), a fourth
     shares GPU 0; a job that ends frees its GPU. Each subprocess stands for one joblib worker."""
@@ -163,6 +184,21 @@ def test_precision_is_applied_recorded_and_keyed(tiny_root, tmp_path, kind, tf32
     assert (run_key(make_cfg(["arch=fc", f"precision={kind}"])) == plain) == (kind == "fp32")
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_on_a_cpu_without_bf16_kernels_is_named_and_recorded(monkeypatch, caplog, native):
+    """bf16 autocast on a CPU whose oneDNN emulates it (no AVX-512 BF16/AMX) is one warning naming the
+    fast path; env records the CPU's kernels either way. A CPU with them gets no warning."""
+    from gatelab.core import results
+    from gatelab.training import speed
+    monkeypatch.setattr(speed, "bf16_native", lambda device: native)
+    monkeypatch.setattr(results, "bf16_native", lambda device: native)
+    with caplog.at_level("WARNING", logger="gatelab"):
+        env = speed.precision(make_cfg(["precision=bf16"]), torch.device("cpu"))
+    warned = [r.getMessage() for r in caplog.records if "precision=fp32 is the fast path" in r.getMessage()]
+    assert env["autocast"] == "bf16" and len(warned) == (0 if native else 1)
+    assert results.environment(torch.device("cpu"))["bf16_native"] is native
+
+
 @pytest.mark.parametrize("case", ["routing", "row_lrs", "imp"])
 def test_new_training_paths_stay_on_the_device(tiny_root, tmp_path, case):
     """Paper 003's routing net (its task buffers, trained pairs, per-epoch pair metrics), a row's
@@ -219,7 +255,7 @@ def test_a_checkpoint_resumes_across_cuda_and_the_cpu(tiny_root, tmp_path, monke
 
 HEAP_PROBE = """
 import resource, sys, torch
-from gatelab.training.loop import heap_reuse
+from gatelab.training.speed import heap_reuse
 on = heap_reuse(sys.argv[1] == "on")
 for _ in range(2):
     torch.ones(16 * 2**20)  # 64 MB, twice before counting

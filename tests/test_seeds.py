@@ -42,6 +42,49 @@ def test_batched_seed_equals_its_single_run(tiny_root, tmp_path, arch, regime):
     assert batched[0]["history"] != batched[1]["history"]  # seeds differ: own init, own data order
 
 
+def test_channels_last_convolutions_give_the_nchw_numbers():
+    """A stacked convolution on NHWC tensors: the same output and gradients as on NCHW (fp32, up to the
+    order of the kernels' sums), and the model's weights and state dict keep their NCHW layout."""
+    from gatelab.nets.dgn import StackedConv2d, use_channels_last
+    torch.manual_seed(0)
+    conv = StackedConv2d(3, 5, 7)
+    torch.nn.init.normal_(conv.weight)
+    x = torch.randn(3, 4, 5, 9, 9, requires_grad=True)
+    outs = []
+    for on in (False, True):
+        use_channels_last(conv, on)
+        y = conv(x)
+        gx, gw = torch.autograd.grad((y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum(), (x, conv.weight))
+        outs.append((y, gx, gw))
+    for a, b in zip(*outs):
+        tol = 64 * torch.finfo(a.dtype).eps * float(a.detach().abs().max())
+        torch.testing.assert_close(a, b, rtol=0, atol=tol)
+    assert outs[1][0].shape == (3, 4, 7, 9, 9) and conv.weight.is_contiguous()
+    # the check can fail: one seed's kernel swapped for another's changes the output far beyond it
+    with torch.no_grad():
+        conv.weight[[0, 1]] = conv.weight[[1, 0]]
+    assert float((conv(x) - outs[1][0]).abs().max()) > 1000 * tol
+
+
+@pytest.mark.parametrize("arch", ["gconv", "vconv"])
+def test_channels_last_trains_the_same_run(tiny_root, tmp_path, arch):
+    """``channels_last=true`` is a speed setting: the same run key, and after training the same weights
+    within the reassociation bound; the run records that it ran so."""
+    from gatelab.core.runs import run_key
+    over = [f"arch={arch}", *TINY_ARCH[arch], "regime=dlnpf", "epochs=2", "optimizer.lr=1e-3"]
+    assert run_key(make_cfg(over)) == run_key(make_cfg([*over, "channels_last=true"]))
+    nchw = train(make_cfg(over, tiny_root), tmp_path / "nchw")
+    nhwc = train(make_cfg([*over, "channels_last=true"], tiny_root), tmp_path / "nhwc")
+    assert (nchw["env"]["channels_last"], nhwc["env"]["channels_last"]) == (False, True)
+    steps = 2 * math.ceil(240 / 32)
+    wa = checkpoints.load(tmp_path / "nchw" / "ckpt" / "last.pt")["model"]
+    wb = checkpoints.load(tmp_path / "nhwc" / "ckpt" / "last.pt")["model"]
+    for k in wa:
+        torch.testing.assert_close(wa[k], wb[k], rtol=0, atol=reassociation_tol(wa, steps))
+    assert [h["test_acc"] for h in nchw["history"]] == pytest.approx([h["test_acc"] for h in nhwc["history"]],
+                                                                      abs=1.01 / 80)
+
+
 def test_stacking_round_trips_models_and_optimiser_state():
     nets = []
     for s in range(3):

@@ -116,7 +116,7 @@ class Optim(StrEnum):
 
 
 class Precision(StrEnum):
-    """The arithmetic of training (gatelab.training.loop.precision): fp32 strict (no TF32 anywhere), tf32
+    """The arithmetic of training (gatelab.training.speed.precision): fp32 strict (no TF32 anywhere), tf32
     (CUDA matmuls and convolutions in TF32), bf16 (bf16 autocast of the training forward pass)."""
     fp32 = "fp32"
     tf32 = "tf32"
@@ -269,8 +269,11 @@ class Config:
     amp: bool = False  # bf16 autocast of the training forward pass (the older spelling of precision=bf16)
     precision: Precision = later(Precision.fp32)  # fp32 | tf32 | bf16; env records what ran
     compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune
+    # conv activations and kernels in NHWC (torch.channels_last): the same numbers up to reassociation,
+    # not in the run key; faster or slower by device and layer (scripts/bench.py --paths measures it)
+    channels_last: bool = False
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
-    heap_reuse: bool = True  # glibc: keep big host tensors' memory between steps (gatelab.training.loop.heap_reuse)
+    heap_reuse: bool = True  # glibc: keep big host tensors' memory between steps (gatelab.training.speed.heap_reuse)
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.core.runs)
     run_dir: Optional[str] = None  # explicit run directory; None -> Hydra's output dir
     force: bool = False  # rerun even if the run directory holds a completed results.json

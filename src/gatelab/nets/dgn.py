@@ -52,17 +52,22 @@ class StackedLinear(nn.Module):
 
 class StackedConv2d(nn.Module):
     """S independent 3x3 'same' convolutions as one grouped convolution: (S, B, C, H, W) -> (S, B, C', H, W).
-    Parameters ``weight`` (S, C', C, 3, 3), ``bias`` (S, C'): seed s's slice is an ``nn.Conv2d``'s."""
+    Parameters ``weight`` (S, C', C, 3, 3), ``bias`` (S, C'): seed s's slice is an ``nn.Conv2d``'s.
+    ``channels_last``: the convolution runs on NHWC activations and kernels (the output stays NHWC, a
+    view, so the next layer takes it without a copy); the same numbers up to reassociation."""
 
     def __init__(self, stack: int, c_in: int, c_out: int, bias: bool = True):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(stack, c_out, c_in, 3, 3))
         self.bias = nn.Parameter(torch.zeros(stack, c_out)) if bias else None
+        self.channels_last = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         s, b, c, h, w = x.shape
-        y = F.conv2d(x.transpose(0, 1).reshape(b, s * c, h, w), self.weight.flatten(0, 1),
-                     None if self.bias is None else self.bias.flatten(), padding=1, groups=s)
+        x, weight = x.transpose(0, 1).reshape(b, s * c, h, w), self.weight.flatten(0, 1)
+        if self.channels_last:
+            x, weight = (t.contiguous(memory_format=torch.channels_last) for t in (x, weight))
+        y = F.conv2d(x, weight, None if self.bias is None else self.bias.flatten(), padding=1, groups=s)
         return y.view(b, s, -1, h, w).transpose(0, 1)
 
 
@@ -208,6 +213,14 @@ def stack_models(models: list[DGN]) -> DGN:
     for (_, p), (_, q) in zip(stacked.named_parameters(), m0.named_parameters()):
         p.requires_grad_(q.requires_grad)
     return stacked.to(next(m0.parameters()).device)
+
+
+def use_channels_last(model: nn.Module, on: bool) -> nn.Module:
+    """Run every stacked convolution of ``model`` on NHWC tensors (``on``) or NCHW; returns the model."""
+    for m in model.modules():
+        if isinstance(m, StackedConv2d):
+            m.channels_last = bool(on)
+    return model
 
 
 def unstack_state(state: dict, s: int) -> dict:

@@ -16,10 +16,8 @@ the case S = 1. Prerequisite runs (an FLNPF source, an earlier IMP round) are th
 """
 from __future__ import annotations
 
-import ctypes
 import logging
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +38,7 @@ from gatelab.nets.dgn import unstack_state
 from gatelab.training import stacking
 from gatelab.training.metrics import evaluate, extra_metrics, objective
 from gatelab.training.run_state import RunState
+from gatelab.training.speed import heap_reuse, precision
 from gatelab.training.stops import STOP, Bars, stop_signals
 
 log = logging.getLogger("gatelab")
@@ -107,7 +106,8 @@ def _train_todo(entries: list) -> list:
             if pruning.active(r.cfg):
                 pruning.parent_dir(r.cfg)
         device = resolve_device(cfg.device)
-        env = {**environment(device), **precision(cfg, device), "heap_reuse": heap_reuse(cfg.heap_reuse)}
+        env = {**environment(device), **precision(cfg, device), "heap_reuse": heap_reuse(cfg.heap_reuse),
+               "channels_last": bool(cfg.get("channels_last"))}
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
@@ -361,37 +361,3 @@ def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=
         if after_step is not None:
             after_step(i)
     return loss_sum, correct
-
-
-def heap_reuse(enabled: bool) -> bool:
-    """On glibc, serve large host tensors from the process's heap, kept between steps, instead of
-    fresh ``mmap`` pages zeroed by the kernel at each allocation (tensors above 32 MB always take
-    that road by default). Changes no number; measured on a 2-core CPU: a paper 003 step at M=100,
-    K=50 (3 seeds, batch 8) 150 -> 96 ms, its 120 MB of encoder gradients being reallocated each
-    step. The memory is not given back to the OS until the process ends. Returns what is in force."""
-    global _HEAP_REUSED
-    if enabled and not _HEAP_REUSED and sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-            _HEAP_REUSED = bool(libc.mallopt(-4, 0)) and bool(libc.mallopt(-1, 2**31 - 1))  # M_MMAP_MAX, M_TRIM_THRESHOLD
-        except (OSError, AttributeError):  # not glibc (musl, ...): keep the default allocator
-            pass
-    return _HEAP_REUSED
-
-
-_HEAP_REUSED = False
-
-
-def precision(cfg, device: torch.device) -> dict:
-    """Set the arithmetic of ``precision`` (fp32: TF32 off for CUDA matmuls and cuDNN, which
-    otherwise runs convolutions in TF32 by default; tf32: on; bf16: fp32 flags, bf16 autocast of
-    the forward) and cuDNN autotuning for conv nets on CUDA; returns what ran, for ``env``."""
-    kind = precision_of(cfg)
-    tf32 = kind == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = device.type == "cuda" and bool(cfg.arch.conv_channels)
-    return {"precision": kind, "autocast": "bf16" if kind == "bf16" else None,
-            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            "float32_matmul_precision": torch.get_float32_matmul_precision()}

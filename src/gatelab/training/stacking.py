@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from gatelab.analyses import pruning
 from gatelab.nets import regimes
-from gatelab.nets.dgn import stack_models
+from gatelab.nets.dgn import stack_models, use_channels_last
 
 FUSED_DEVICES = ("cpu", "cuda")  # where torch's fused Adam/SGD kernels run
 SHUFFLE_STREAM = 1  # the data order of seed s comes from its own generator, independent of init
@@ -45,7 +45,7 @@ def setup(cfg, runs: list, device: torch.device):
     resumed = runs[0].last is not None
     for r in runs if resumed else []:
         r.resume()
-    model = stack_models([r.model for r in runs]).to(device)
+    model = use_channels_last(stack_models([r.model for r in runs]).to(device), cfg.get("channels_last", False))
     pruning.mask_gradients(model, [r.mask for r in runs])
     lrs = [float(r.cfg.optimizer.lr) for r in runs]
     per_net = len(set(lrs)) > 1  # a row's SGD step sizes: plain SGD at step 1 on gradients scaled by each net's lr

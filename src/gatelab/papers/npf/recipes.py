@@ -14,6 +14,8 @@ REGIMES = "regimes=[relu,frnpf_ii,frnpf_di,dlnpf,flnpf]"
 QUICK = {"fc": "quick_fc", "vconv": "quick_conv", "gconv": "quick_conv"}  # 2-core CPU scale of each row
 CONV_NOTE = ("REDUCED SCALE, not the paper's: conf/experiment/conv_reduced.yaml (first 10,000/2,000 CIFAR-10 "
              "images, 3 seeds, bf16)")
+CPU_NOTE = ("CPU SCALE, not the paper's: conf/experiment/conv_cpu.yaml (first 2,000/1,000 CIFAR-10 images, "
+            "6 epochs, 3 seeds, fp32)")
 
 
 def _experiments(row: str, o: Options, reduced: str = "", sweep: bool = True) -> str:
@@ -35,16 +37,17 @@ def _table2_report(runs: str, out: str, *extra: str) -> list[str]:
     return ["gatelab.papers.npf", "table2", "--runs", runs, "--out", out, "--command", "{command}", *extra]
 
 
-@recipe("table2", ("paper", "quick", "conv-reduced"),
+@recipe("table2", ("paper", "quick", "conv-reduced", "conv-cpu"),
         "Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds, the paper code's epochs and step sizes")
 def table2(o: Options) -> Recipe:
-    if o.scale == "conv-reduced":  # one GPU's minutes: the GCONV and VCONV Adam rows, each in one process
-        root = "outputs/table2-conv-reduced"  # the device check's report reads it whatever the epochs
-        note = CONV_NOTE + (f", {o.epochs} epochs" if o.epochs else "")
-        runs = [[_experiments(r, o, "conv_reduced", sweep=False), REGIMES, f"out_root={root}"]
+    if o.scale in ("conv-reduced", "conv-cpu"):  # the GCONV and VCONV Adam rows, each in one process
+        reduced = o.scale.replace("-", "_")  # conv_reduced: one GPU's minutes; conv_cpu: a 2-core CPU's hours
+        root = f"outputs/table2-{o.scale}"  # the device check's report reads it whatever the epochs
+        note = (CONV_NOTE if o.scale == "conv-reduced" else CPU_NOTE) + (f", {o.epochs} epochs" if o.epochs else "")
+        runs = [[_experiments(r, o, reduced, sweep=False), REGIMES, f"out_root={root}"]
                 for r in ("gconv_adam", "vconv_adam")]
-        return Recipe("table2", "Table 2's conv Adam rows, reduced", runs, reports=[_table2_report(
-            root, "outputs/reports/table2-conv-reduced", "--arch", "gconv", "vconv", "--seeds", "3", "--note", note)])
+        return Recipe("table2", f"Table 2's conv Adam rows, {o.scale}", runs, reports=[_table2_report(
+            root, f"outputs/reports/table2-{o.scale}", "--arch", "gconv", "vconv", "--seeds", "3", "--note", note)])
     quick = o.scale == "quick"
     root = "outputs/table2-quick" if quick else o.root("outputs/table2")
     runs = [rs for row in ROWS for rs in row_runs(row, root, o, QUICK[row.split("_")[0]] if quick else "")]
