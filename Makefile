@@ -30,7 +30,7 @@ help:
 	@echo "make table2-mnist-full   the FC rows at the code's lengths, Adam at 1e-4 and 3e-4 (hours on a CPU, resumable)"
 	@echo "make table2-quick        all rows at reduced scale (2-core CPU)"
 	@echo "make table2-conv-reduced / table4-conv-reduced  the conv rows and Table 4 at the GPU-minutes scale (EPOCHS=N)"
-	@echo "make table2-conv-cpu     the conv Adam rows at a 2-core CPU's scale (2,000/1,000 images, 6 epochs, fp32)"
+	@echo "make table2-conv-cpu     the conv Adam rows at a 2-core CPU's scale (2,000/1,000 images, 4 epochs, fp32)"
 	@echo "make table4              Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
 	@echo "make table4-quick        the same at reduced scale (2-core CPU)"
 	@echo "make figure3             Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"

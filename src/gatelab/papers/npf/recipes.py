@@ -15,7 +15,7 @@ QUICK = {"fc": "quick_fc", "vconv": "quick_conv", "gconv": "quick_conv"}  # 2-co
 CONV_NOTE = ("REDUCED SCALE, not the paper's: conf/experiment/conv_reduced.yaml (first 10,000/2,000 CIFAR-10 "
              "images, 3 seeds, bf16)")
 CPU_NOTE = ("CPU SCALE, not the paper's: conf/experiment/conv_cpu.yaml (first 2,000/1,000 CIFAR-10 images, "
-            "6 epochs, 3 seeds, fp32)")
+            "4 epochs, 3 seeds, fp32)")
 
 
 def _experiments(row: str, o: Options, reduced: str = "", sweep: bool = True) -> str:
