@@ -3,7 +3,8 @@
 # job, checks it, prices it, trains it here (JOBS=N at a time) or on SLURM (SLURM=1), and renders
 # the report. DRY=1 prints the plan and its cost instead. Data: DATA=<dir> (default $GATELAB_DATA,
 # else ../shared/data when it exists). EPOCHS=N, SEEDS=0,1 override the experiments' (the runs go to
-# <out_root>-<N>ep); BATCH=0 trains a cell's seeds one after another; SGD_SWEEP=1 adds the paper's
+# <out_root>-<N>ep, SEEDS and keyed EXTRA overrides to their own suffix, and their reports beside the recipe's, headed
+# NOT THE RECIPE'S SCALE, never into it); BATCH=0 trains a cell's seeds one after another; SGD_SWEEP=1 adds the paper's
 # SGD step sizes {0.1, 0.01, 0.001}; ROW=1 trains each Table 2 row in one process; FIG_SCALE picks
 # the figures' scale; EXTRA='key=value ...' adds overrides to every run.
 PYTHON ?= python

@@ -119,7 +119,8 @@ def test_the_readme_first_run_sentence_is_its_recorded_results(tmp_path):
     import json
     run = tmp_path / "run"
     run.mkdir()
-    res = {"config": {"epochs": 10}, "wall_time_s": 17.4, "best_test_acc": 0.97871, "best_epoch": 9,
+    res = {"version": 1, "status": "completed", "history": [], "config": {"epochs": 10},
+           "wall_time_s": 17.4, "best_test_acc": 0.97871, "best_epoch": 9,
            "finished_at": "2026-01-01T00:00:00Z", "env": {"git_commit": "abc1234", "device_name": "x86_64 CPU, 2 threads"}}
     (run / "results.json").write_text(json.dumps(res))
     page.record_run(run, tmp_path / "reports", "python run.py")

@@ -104,7 +104,8 @@ def test_the_plan_tells_a_run_that_trains_from_one_whose_process_was_killed(tmp_
     from gatelab.core.results import RESULTS, RESULTS_VERSION, locked
     run, me = tmp_path / "run", f"pid {os.getpid()}"
     run.mkdir()
-    (run / RESULTS).write_text(json.dumps({"version": RESULTS_VERSION, "status": "running", "history": [{}, {}]}))
+    (run / RESULTS).write_text(json.dumps({"version": RESULTS_VERSION, "status": "running", "config": {},
+                                           "history": [{}, {}]}))
     with locked([run]):  # no checkpoint on disk: it restarts, whatever its history says
         assert plan.state_of(run, 5) == (f"running ({me} on {os.uname().nodename}), restarts from the start", 5)
     assert plan.state_of(run, 5) == (f"stopped: {me} no longer holds its lock (killed?), restarts from the start", 5)

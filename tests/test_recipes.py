@@ -191,3 +191,37 @@ def test_an_fc_step_is_priced_by_its_multiply_adds():
                                              (784 * 128 + 4 * 128 * 128))
     assert costs.size(compose(["dataset=cifar10", "arch=fc"])) > costs.size(compose(["arch=fc"]))
     assert costs.size(compose(["dataset=cifar10", "arch=vconv"])) == 1.0
+
+
+@pytest.mark.parametrize("change, changes_runs", [
+    (dict(epochs=1), True), (dict(seeds="0,1"), True), (dict(extra=["dataset.limit_train=500"]), True),
+    (dict(extra=["optimizer.lr=1e-3"]), True), (dict(stack=False), False), (dict(extra=["threads=1"]), False)])
+def test_a_shorter_try_never_lands_in_the_recipes_report_folder(change, changes_runs, tmp_path, monkeypatch, tiny_root):
+    """EPOCHS, SEEDS and EXTRA overrides of what a run key holds train into <out_root><variant> and
+    render into <report><variant>, the report's first line saying so; BATCH=0 and settings a key leaves
+    out (threads) are the recipe's own runs, its folders. The rendered report is the real one."""
+    own = recipes.build("table2-mnist", Options("paper"))
+    r = recipes.build("table2-mnist", Options("paper", **change))
+    outs = lambda rec: [a[a.index("--out") + 1] for a in rec.reports] + \
+        [o for rs in rec.runs for o in rs if o.startswith("out_root=")]
+    assert outs(own) == ["outputs/reports/table2-mnist", *["out_root=outputs/table2"] * len(own.runs)]
+    if not changes_runs:
+        assert outs(r) == outs(own) and r.banner == ""
+        return
+    assert all(a != b and a.startswith(b) for a, b in zip(outs(r), outs(own))) and len(outs(r)) == len(outs(own))
+    assert r.banner.startswith("NOT THE RECIPE'S SCALE (paper)")
+    # the report runs as a recipe runs it, from a working folder holding a committed paper-scale report
+    monkeypatch.chdir(tmp_path)
+    committed = tmp_path / "outputs/reports/table2-mnist/table2.md"
+    committed.parent.mkdir(parents=True)
+    committed.write_text("# paper-scale table\n")
+    from conftest import make_cfg
+    from gatelab.core.runs import run_dir
+    from gatelab.training.loop import train
+    cfg = make_cfg(["+experiment=table2_fc_adam", "arch.dense=[8]", "seed=0", "seeds=null",
+                    f"out_root={r.reports[0][r.reports[0].index('--runs') + 1]}"], tiny_root)
+    assert train(cfg, run_dir(cfg))["status"] == "completed"  # one tiny ReLU run: the table has a cell
+    assert recipes.run_figures_and_reports(r, "make table2-mnist ...") == []
+    out = tmp_path / r.reports[0][r.reports[0].index("--out") + 1]
+    assert committed.read_text() == "# paper-scale table\n"
+    assert (out / "table2.md").read_text().splitlines()[0] == f"**{r.banner}**"

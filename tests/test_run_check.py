@@ -132,3 +132,94 @@ def test_no_run_directory_is_one_line_and_exit_2(tmp_path, capsys):
     assert run_check.main([str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not exist" in err
+
+
+@pytest.fixture(scope="module")
+def sound_runs(tiny_root, tmp_path_factory):
+    """Three sound completed runs (seeds 0-2), trained once; each test damages a copy of its own."""
+    out = tmp_path_factory.mktemp("sound") / "out"
+    return out, _runs(tiny_root, out, "[0,1,2]")
+
+
+def _copy(sound_runs, tmp_path):
+    src, dirs = sound_runs
+    shutil.copytree(src, tmp_path / "out")
+    return tmp_path / "out", {s: tmp_path / "out" / d.relative_to(src) for s, d in dirs.items()}
+
+
+def _table2(out, tmp_path):
+    """The Table 2 report of ``out``'s runs: (seeds counted in the one cell, its Markdown)."""
+    from gatelab.papers import npf
+    (line,) = npf.write_table2(out / "runs", tmp_path / "table").itertuples()
+    return line.n, (tmp_path / "table" / "table2.md").read_text()
+
+
+def _lines_naming(text, name):
+    return [ln for ln in text.splitlines() if name in ln]
+
+
+def test_a_malformed_results_json_is_named_with_its_reason_by_every_reader_and_never_counted(sound_runs, tmp_path,
+                                                                                              capsys):
+    out, d = _copy(sound_runs, tmp_path)
+    code, text = _check(out, capsys=capsys)
+    assert code == 0 and _table2(out, tmp_path)[0] == 3  # sound: all three count
+    full = (d[0] / RESULTS).read_text()
+    (d[0] / RESULTS).write_text(full[:len(full) // 2])  # a truncated write (older code, a full disk)
+    res = json.loads((d[1] / RESULTS).read_text())
+    del res["config"]
+    (d[1] / RESULTS).write_text(json.dumps(res))
+
+    code, text = _check(out, capsys=capsys)
+    assert code == 1
+    (row0,) = _lines_naming(text, d[0].name)
+    (row1,) = _lines_naming(text, d[1].name)
+    assert "  malformed results.json  " in row0 and "no results.json" not in row0
+    assert "results.json is malformed: not valid JSON, truncated? (" in row0 and "[UNSOUND]" in row0
+    assert "resumes after epoch 3" in row0  # its command rewrites it from last.pt
+    assert "results.json is malformed: no config; not counted" in row1 and "[UNSOUND]" in row1
+    assert _row(text, d[2]).endswith(" ok") and "2 unsound" in text
+    # the report: one line each under "Not counted", the cell counts the sound seed only
+    n, md = _table2(out, tmp_path)
+    assert n == 1
+    (bad0,) = _lines_naming(md, str(d[0] / RESULTS))
+    (bad1,) = _lines_naming(md, str(d[1] / RESULTS))
+    assert "not counted: not valid JSON, truncated?" in bad0 and bad1 == f"- {d[1] / RESULTS}: not counted: no config"
+    # the plan: its state names the file and why; it is not done
+    state, left = plan.state_of(d[1], 3)
+    assert state == "results.json not counted: no config, resumes after epoch 3" and left == 0
+    assert not plan._completed(d[0]) and plan._completed(d[2])
+
+
+def test_a_completed_runs_unreadable_last_pt_is_reported_not_ok(sound_runs, tmp_path, capsys):
+    out, d = _copy(sound_runs, tmp_path)
+    last = d[0] / "ckpt" / "last.pt"
+    last.write_bytes(last.read_bytes()[:200])
+    code, text = _check(out, "--repair", capsys=capsys)
+    assert code == 1 and "after repair: 1 runs with findings" in text
+    (row,) = _lines_naming(text.split("after repair")[0], d[0].name)
+    assert "  completed  " in row and row.endswith("last.pt is unreadable (truncated?): the final weights are lost "
+                                                   "(the results stand; force=true retrains it)")
+    assert _row(text, d[1]).endswith(" ok") and "0 unsound" in text
+    assert len(last.read_bytes()) == 200  # nothing can mend it but retraining: reported on every check
+    # its accuracy and best.pt are sound: it counts, as a run whose ckpt/ was removed to save disk does
+    assert _table2(out, tmp_path)[0] == 3
+
+
+def test_a_stray_file_is_named_in_one_line_and_left_alone(sound_runs, tmp_path, capsys):
+    from gatelab.analyses import pruning
+    from gatelab.core.results import LOCK, LOSS_TRACE
+    assert {RESULTS, LOCK, LOSS_TRACE, pruning.MASK_FILE, "ckpt"} <= run_check.RUN_FILES
+    out, d = _copy(sound_runs, tmp_path)
+    for name in ("run.log", "loss_trace.csv", "mask.pt", "ckpt/epoch_2.pt", "ckpt/step_40.pt", "ckpt/prev.pt"):
+        (d[0] / name).write_bytes(b"")  # what gatelab's writers make (Hydra's run.log, an IMP round's mask ...)
+    (d[0] / ".hydra").mkdir()
+    assert "stray" not in _row(_check(out, capsys=capsys)[1], d[0])
+    (d[1] / "notes.txt").write_text("mine")
+    (d[1] / "ckpt" / "last.pt.bak").write_bytes(b"x")
+    code, text = _check(out, "--repair", capsys=capsys)
+    assert code == 1
+    (row,) = _lines_naming(text.split("after repair")[0], d[1].name)
+    assert row.endswith("  ok") is False and \
+        row.endswith("stray files ckpt/last.pt.bak, notes.txt (no gatelab writer makes it; left alone)")
+    assert (d[1] / "notes.txt").read_text() == "mine" and (d[1] / "ckpt" / "last.pt.bak").exists()
+    assert _row(text, d[2]).endswith(" ok") and _table2(out, tmp_path)[0] == 3  # a stray file changes no result

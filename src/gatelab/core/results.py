@@ -35,13 +35,48 @@ STATUSES = ("running", "completed", "diverged", "failed", "interrupted")
 FINAL = ("completed", "diverged")  # re-running these gives the same result: they are skipped
 
 
-def read_results(path: Path) -> Optional[dict]:
-    """A results.json of this version, or None if absent, truncated or of another version."""
+def load_results(path: Path) -> tuple[Optional[dict], Optional[str]]:
+    """A results.json read and judged: ``(results, None)``; ``(None, why)`` for a malformed one (not
+    valid JSON, e.g. truncated; not an object; another version; no status or config; a final run
+    without history); ``(None, None)`` where there is none. Every reader of run directories reads
+    through it and skips a malformed one with one line (:func:`skip_note`), never counting it."""
     try:
-        res = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    return res if isinstance(res, dict) and res.get("version") == RESULTS_VERSION else None
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"unreadable ({e})"
+    try:
+        res = json.loads(text)
+    except ValueError as e:
+        return None, f"not valid JSON, truncated? ({e})"
+    why = malformed(res)
+    return (None, why) if why else (res, None)
+
+
+def malformed(res) -> Optional[str]:
+    """Why a parsed results.json is not one this code reads (None: it is)."""
+    if not isinstance(res, dict):
+        return f"not a JSON object but a {type(res).__name__}"
+    if res.get("version") != RESULTS_VERSION:
+        return f"results version {res.get('version')!r}, this code reads version {RESULTS_VERSION}"
+    if res.get("status") not in STATUSES:
+        return "no status" if "status" not in res else f"status {res['status']!r} is not one of {', '.join(STATUSES)}"
+    if not isinstance(res.get("config"), dict):
+        return "no config" if "config" not in res else "its config is not an object"
+    if not isinstance(res.get("history", []), list) or (res["status"] in FINAL and "history" not in res):
+        return f"a {res['status']} run without a history" if "history" not in res else "its history is not a list"
+    return None
+
+
+def skip_note(path: Path, why: str) -> str:
+    """The one line a reader gives a results.json it skips: the file and why."""
+    return f"{path}: not counted: {why}"
+
+
+def read_results(path: Path) -> Optional[dict]:
+    """A valid results.json (:func:`load_results`), or None if absent or malformed."""
+    return load_results(path)[0]
 
 
 def finished_results(run_dir: Path) -> Optional[dict]:

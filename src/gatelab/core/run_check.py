@@ -1,12 +1,15 @@
 """``python -m gatelab.core.run_check <out_root> [--repair]``: is every run directory what its
 results.json says? What a cluster's preemptions, kills and older code left behind, per run:
 
+- a malformed results.json (:func:`gatelab.core.results.load_results`: not counted by any reader);
 - results.json against the disk: a final run's history (one entry per epoch), its best epoch against
   the history and against ``best.pt`` (a completed run whose best.pt holds another epoch is no
-  result and no FLNPF source: only retraining mends it), its ``last.pt``;
+  result and no FLNPF source: only retraining mends it), its ``last.pt`` (an unreadable one: the final
+  weights are lost, the results stand);
 - a ``running`` run that no process trains (its trainer was killed: the lock is free), and the point
   an unfinished run resumes from (the training's own choice, :mod:`gatelab.core.checkpoints`);
-- half-written temporaries of killed writers (``.<name>.<pid>.tmp``);
+- half-written temporaries of killed writers (``.<name>.<pid>.tmp``), and stray files: any that no
+  gatelab writer makes (:data:`RUN_FILES`, :data:`CKPT_FILES`), named and left alone;
 - a run whose directory's key is not the one its stored config has now (``rekey`` moves it);
 - disk used, and what ``--repair`` frees: ``prev.pt`` / ``best_prev.pt`` of finished runs.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -26,9 +30,16 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from gatelab.core import checkpoints
-from gatelab.core.checkpoints import CKPT_DIR, KEPT, LAST, PREV
-from gatelab.core.results import FINAL, RESULTS, lock_if_free, read_results, trainer_of
+from gatelab.core.checkpoints import BEST, BEST_PREV, CKPT_DIR, KEPT, LAST, PREV
+from gatelab.core.results import FINAL, LOCK, LOSS_TRACE, RESULTS, load_results, lock_if_free, trainer_of
 from gatelab.core.runs import run_subdir
+
+# What a run directory holds, by writer: results.json, .lock, loss_trace.csv (core.results; the training
+# loop), ckpt/ (core.checkpoints), mask.pt (analyses.pruning.MASK_FILE: an IMP round's keep-mask),
+# .hydra/ and run.log (Hydra's output directory, run.py's job), wandb/ (logger=wandb); besides them
+# only temporaries of killed writers (checkpoints.temporaries).
+RUN_FILES = frozenset({RESULTS, LOCK, LOSS_TRACE, CKPT_DIR, "mask.pt", ".hydra", "run.log", "wandb"})
+CKPT_FILES = re.compile(rf"({'|'.join(re.escape(n[:-3]) for n in (LAST, PREV, BEST, BEST_PREV))}|epoch_\d+|step_\d+)\.pt")
 
 
 @dataclass
@@ -83,7 +94,10 @@ def _final(check: RunCheck, res: dict) -> None:
         if problem:
             check.findings.append(Finding(f"{problem}; force=true retrains it", unsound=True))
         last = checkpoints.load_good(d / CKPT_DIR / LAST, peek=True, quiet=True)
-        if last is not None and checkpoints.position(last) != (len(hist), 0):
+        if last is None and (d / CKPT_DIR / LAST).is_file():
+            check.findings.append(Finding(f"{LAST} is unreadable (truncated?): the final weights are lost (the "
+                                          "results stand; force=true retrains it)"))
+        elif last is not None and checkpoints.position(last) != (len(hist), 0):
             check.findings.append(Finding(f"{LAST} is at {checkpoints.position(last)}, not the end of the history"))
     kept = [d / CKPT_DIR / name for name in KEPT.values() if (d / CKPT_DIR / name).is_file()]
     if kept:
@@ -141,17 +155,29 @@ def _key(check: RunCheck, res: dict, out_root: Path) -> None:
                                   f"directory's (the planner looks for it at {target})", move))
 
 
+def _strays(d: Path, temps: list[Path]) -> list[str]:
+    """Entries of a run directory and its ckpt/ that no gatelab writer makes (:data:`RUN_FILES`,
+    :data:`CKPT_FILES`; ``temps``: killed writers' temporaries, found apart)."""
+    out = [p for p in d.iterdir() if p.name not in RUN_FILES and p not in temps]
+    if (d / CKPT_DIR).is_dir():
+        out += [p for p in (d / CKPT_DIR).iterdir() if not CKPT_FILES.fullmatch(p.name) and p not in temps]
+    return sorted(str(p.relative_to(d)) + ("/" if p.is_dir() else "") for p in out)
+
+
 def check_run(d: Path, out_root: Path) -> RunCheck:
     """What is wrong with one run directory (nothing is changed)."""
-    res = read_results(d / RESULTS)
-    check = RunCheck(d, "no results.json" if res is None else res.get("status", "?"),
-                     size=_size(p for p in d.rglob("*")))
+    res, why = load_results(d / RESULTS)
+    status = res["status"] if res is not None else f"malformed {RESULTS}" if why else f"no {RESULTS}"
+    check = RunCheck(d, status, size=_size(p for p in d.rglob("*")))
     who = trainer_of(d)
     with lock_if_free(d) as free:
         if not free:
             check.busy = True
             check.notes.append(who)
             return check
+        if why:
+            check.findings.append(Finding(f"{RESULTS} is malformed: {why}; not counted (its command rewrites it)",
+                                          unsound=True))
         temps = checkpoints.temporaries(d) + checkpoints.temporaries(d / CKPT_DIR)
         if temps:
             check.freeable += _size(temps)
@@ -160,11 +186,15 @@ def check_run(d: Path, out_root: Path) -> RunCheck:
                 return f"removed {len(temps)} temporary file(s)"
             check.findings.append(Finding(f"{len(temps)} temporary file(s) of killed writers ({_gib(_size(temps))})",
                                           clear))
-        if res is not None and res.get("status") in FINAL:
+        stray = _strays(d, temps)
+        if stray:
+            check.findings.append(Finding(f"stray {'file' if len(stray) == 1 else 'files'} {', '.join(stray)} "
+                                          "(no gatelab writer makes it; left alone)"))
+        if res is not None and res["status"] in FINAL:
             _final(check, res)
         else:
             _unfinished(check, res, who)
-        if res is not None and "config" in res:
+        if res is not None:
             _key(check, res, out_root)
     return check
 

@@ -26,7 +26,7 @@ from gatelab.analyses import pruning
 from gatelab.core import checkpoints
 from gatelab.core.config import ConfigError, precision_of
 from gatelab.core.validation import validate
-from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, read_results, trainer_of
+from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, load_results, trainer_of
 from gatelab.core.runs import job_config, run_dir
 from gatelab.data import datasets as data_mod
 from gatelab.launch import costs
@@ -170,18 +170,21 @@ def _points(dirs: list[Path]) -> list[Optional[checkpoints.Point]]:
 def state_of(d: Path, epochs: int, point=False) -> tuple[str, int]:
     """(what is on disk, epochs still to train) for one run directory: its results.json's status and,
     for an unfinished run, the point it resumes from (``point``: from :func:`resume_points`; by
-    default this run's own)."""
-    res = read_results(Path(d) / RESULTS)
-    if res is not None and res.get("status") in FINAL:
+    default this run's own). A malformed results.json is no result: its state names it and why."""
+    res, why = load_results(Path(d) / RESULTS)
+    if res is not None and res["status"] in FINAL:
         return res["status"], 0
     if point is False:
         point = _points([Path(d)])[0]
-    status = "new" if res is None else trainer_of(d) if res["status"] == "running" else res["status"]
+    if res is None:
+        status = f"{RESULTS} not counted: {why}" if why else "new" if point is None else "stopped"
+    else:
+        status = trainer_of(d) if res["status"] == "running" else res["status"]
     if point is None:
         return (status if res is None or not res.get("history") else f"{status}, restarts from the start"), epochs
     epoch, batch = point.at
     at = f"epoch {epoch}" + (f", step {batch} of the next" if batch else "")
-    return f"{'stopped' if res is None else status}, resumes after {at}", epochs - epoch
+    return f"{status}, resumes after {at}", epochs - epoch
 
 
 class RunLeft(NamedTuple):

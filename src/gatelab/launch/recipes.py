@@ -16,6 +16,7 @@ that two run sets share once), checks every job before anything trains, and pric
 """
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +27,7 @@ from typing import Callable, Optional
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from gatelab.core.config import ConfigError
-from gatelab.core.runs import compose
+from gatelab.core.runs import IDENTITY, compose
 from gatelab.launch import costs, plan
 from gatelab.launch.sweep import job_overrides
 
@@ -46,8 +47,24 @@ class Options:
     extra: list[str] = field(default_factory=list)  # further overrides for every run
 
     def root(self, base: str) -> str:
-        """The out_root of a recipe's runs: ``<base>-<N>ep`` when ``epochs`` is set."""
-        return f"{base}-{self.epochs}ep" if self.epochs else base
+        """The out_root of a recipe's runs: ``<base><variant>`` (:meth:`variant`)."""
+        return base + self.variant()
+
+    def variant(self) -> str:
+        """The suffix of the run and report folders of a try that changes the recipe's runs: ``-<N>ep``
+        (epochs), ``-seeds0-1`` (seeds), ``-x<hash>`` (extra overrides of what a run key holds); empty
+        at the recipe's own scale. ``stack`` and the extras a key leaves out (threads, device, ...)
+        change no result, so they keep the recipe's folders."""
+        keyed = sorted(o for o in self.extra if _keyed(o))
+        return ((f"-{self.epochs}ep" if self.epochs else "") +
+                (f"-seeds{self.seeds.replace(',', '-')}" if self.seeds else "") +
+                (f"-x{hashlib.sha1(' '.join(keyed).encode()).hexdigest()[:6]}" if keyed else ""))
+
+    def banner(self) -> str:
+        """The first line of every report of a :meth:`variant` try: what it changed."""
+        what = ([f"{self.epochs} epochs"] if self.epochs else []) + ([f"seeds {self.seeds}"] if self.seeds else []) + \
+            [o for o in self.extra if _keyed(o)]
+        return f"NOT THE RECIPE'S SCALE ({self.scale}): a shorter try, {', '.join(what)}" if what else ""
 
     def common(self) -> list[str]:
         """The overrides every run set of every recipe gets."""
@@ -57,6 +74,13 @@ class Options:
         out += [f"seeds=[{self.seeds}]"] if self.seeds else []
         out += [] if self.stack else ["stack_seeds=false"]
         return out + list(self.extra)
+
+
+def _keyed(override: str) -> bool:
+    """Whether an override sets something a run key holds (:data:`gatelab.core.runs.IDENTITY`, seeds,
+    regimes, step sizes, experiment files), i.e. changes which runs a recipe makes."""
+    key = override.split("=", 1)[0].lstrip("+~").split(".")[0]
+    return key in (*IDENTITY, "seeds", "regimes", "lrs", "experiment")
 
 
 @dataclass
@@ -69,6 +93,7 @@ class Recipe:
     runs: list[list[str]] = field(default_factory=list)
     figures: list[list[str]] = field(default_factory=list)
     reports: list[list[str]] = field(default_factory=list)
+    banner: str = ""  # the first line of every report a shorter try renders (Options.banner)
 
 
 @dataclass
@@ -99,6 +124,21 @@ def build(name: str, options: Options) -> Recipe:
     r = d.build(options)
     common = options.common()
     r.runs = [[*rs, *common] for rs in r.runs]
+    return _as_variant(r, options.variant(), options.banner())
+
+
+def _as_variant(r: Recipe, suffix: str, banner: str) -> Recipe:
+    """A try that changes the runs (:meth:`Options.variant`) trains into ``<out_root><suffix>`` and
+    renders into ``<report><suffix>``, never the recipe's own folders, its reports headed by ``banner``."""
+    if not suffix:
+        return r
+
+    def own(path: str) -> str:
+        return path if path.endswith(suffix) else path + suffix
+    r.runs = [[f"out_root={own(o.split('=', 1)[1])}" if o.startswith("out_root=") else o for o in rs] for rs in r.runs]
+    r.figures, r.reports = ([[own(a) if i and argv[i - 1] in ("--runs", "--out") else a for i, a in enumerate(argv)]
+                             for argv in cmds] for cmds in (r.figures, r.reports))
+    r.banner = banner
     return r
 
 
@@ -233,8 +273,12 @@ def run_figures_and_reports(r: Recipe, command: str) -> list[str]:
         full = [a.replace("{command}", command) for a in argv]
         if _call([sys.executable, "-m", *full]) != 0:
             failed.append(" ".join(full))
+        elif r.banner and "--out" in full:
+            for md in Path(full[full.index("--out") + 1]).glob("*.md"):
+                text = md.read_text()
+                md.write_text(text if text.startswith(f"**{r.banner}**") else f"**{r.banner}**\n\n{text}")
     outs = [argv[argv.index("--out") + 1] for argv in r.figures + r.reports if "--out" in argv]
-    if not failed and any(str(o).startswith("outputs/reports/") for o in outs):
+    if not failed and not r.banner and any(str(o).startswith("outputs/reports/") for o in outs):
         if _call([sys.executable, "-m", *PAGE]) != 0:
             failed.append(" ".join(PAGE))
     return failed

@@ -61,9 +61,12 @@ FIRST_RUN = "first-run"  # the README's `python run.py`: its results.json, recor
 
 def record_run(run_dir: Path, root: Path = REPORTS, command: str = "python run.py") -> Path:
     """Copy a run's ``results.json`` into ``<root>/first-run/`` with a PROVENANCE line: the README's
-    sentence on what ``python run.py`` takes and reaches is generated from it."""
+    sentence on what ``python run.py`` takes and reaches is generated from it. Refuses a malformed one."""
     import json
-    res = json.loads((Path(run_dir) / "results.json").read_text())
+    from gatelab.core.results import load_results, skip_note
+    res, why = load_results(Path(run_dir) / "results.json")
+    if res is None:
+        raise ValueError(skip_note(Path(run_dir) / "results.json", why or "there is none"))
     out = Path(root) / FIRST_RUN
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
@@ -74,11 +77,13 @@ def record_run(run_dir: Path, root: Path = REPORTS, command: str = "python run.p
 
 
 def first_run_lines(root: Path) -> list[str]:
-    import json
+    from gatelab.core.results import load_results, skip_note
     p = Path(root) / FIRST_RUN / "results.json"
     if not p.is_file():
         return ["(no outputs/reports/first-run: `python -m gatelab page --record-run <run dir>`)"]
-    res = json.loads(p.read_text())
+    res, why = load_results(p)
+    if res is None:
+        return [f"({skip_note(p, why)}: `python -m gatelab page --record-run <run dir>`)"]
     env, c = res.get("env") or {}, res["config"]
     return [f"On {env.get('device_name')} (commit {env.get('git_commit')}) its {c['epochs']} epochs took "
             f"{res['wall_time_s']:.0f} s and reached {100 * res['best_test_acc']:.2f}% test accuracy (epoch "

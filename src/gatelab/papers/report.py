@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 import pandas as pd
 
 from gatelab.core import checkpoints
-from gatelab.core.results import RESULTS, read_results
+from gatelab.core.results import RESULTS, load_results, skip_note
 
 DATASET_TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "binary_mnist": "Binary-MNIST"}
 STATISTICS = {1: "sample std (ddof=1)", 0: "population std (ddof=0, np.std, as the paper's code)"}
@@ -46,17 +46,19 @@ class Run:
 
 
 def results_below(runs_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
-    """(path, results) of every readable results.json below ``runs_dir``, and the unreadable or
-    foreign ones, and the completed runs whose ``ckpt/best.pt`` disagrees with their results.json
-    (listed, never counted; a run whose whole ``ckpt/`` was removed to save disk still counts)."""
+    """(path, results) of every valid results.json below ``runs_dir``, and one line for each one
+    skipped: malformed (:func:`gatelab.core.results.load_results`), or a completed run whose
+    ``ckpt/best.pt`` disagrees with its results.json (listed, never counted; a run whose whole
+    ``ckpt/`` was removed to save disk still counts)."""
     found, bad = [], []
     for path in sorted(Path(runs_dir).rglob(RESULTS)):
-        res = read_results(path)
-        problem = res is not None and res.get("status") == "completed" and \
-            (path.parent / checkpoints.CKPT_DIR).is_dir() and checkpoints.best_mismatch(path.parent, res)
+        res, why = load_results(path)
         if res is None:
-            bad.append(f"{path}: truncated, unreadable or of another results version")
-        elif problem:
+            bad.append(skip_note(path, why or "gone while read"))
+            continue
+        problem = res["status"] == "completed" and (path.parent / checkpoints.CKPT_DIR).is_dir() and \
+            checkpoints.best_mismatch(path.parent, res)
+        if problem:
             bad.append(f"{path.parent}: {problem} (python -m gatelab.core.run_check)")
         else:
             found.append((path, res))
@@ -64,21 +66,29 @@ def results_below(runs_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
 
 
 def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
-    """Every results.json below ``runs_dir``; unreadable or foreign files are listed, not counted."""
+    """Every valid results.json below ``runs_dir`` as a :class:`Run`; the others are listed, not
+    counted (also one whose config lacks a field the tables read)."""
     runs = []
     found, bad = results_below(runs_dir)
     for path, res in found:
-        c, env = res["config"], res.get("env") or {}
-        best = res.get("best_test_acc")
-        train_accs = [100.0 * h["train_acc"] for h in res.get("history", []) if h.get("train_acc") is not None]
-        runs.append(Run(str(path.parent), res["status"], (c["arch"]["name"], c["optimizer"]["name"], c["dataset"]["name"]),
-                        c["regime"]["name"], float(c["optimizer"]["lr"]), int(res["seed"]),
-                        None if best is None else 100.0 * best, int(c["epochs"]),
-                        (c["dataset"].get("limit_train"), c["dataset"].get("limit_test")),
-                        res.get("finished_at", ""), env.get("git_commit"), env.get("device_name", "?"), c["regime"],
-                        max(train_accs, default=None), res.get("best_epoch"),
-                        tuple(_pct(h.get("test_acc")) for h in res.get("history", [])), tuple(train_accs)))
+        try:
+            runs.append(_run(path, res))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            bad.append(skip_note(path, f"a field the tables read is missing or malformed ({type(e).__name__}: {e})"))
     return runs, bad
+
+
+def _run(path: Path, res: dict) -> Run:
+    c, env = res["config"], res.get("env") or {}
+    best = res.get("best_test_acc")
+    train_accs = [100.0 * h["train_acc"] for h in res.get("history", []) if h.get("train_acc") is not None]
+    return Run(str(path.parent), res["status"], (c["arch"]["name"], c["optimizer"]["name"], c["dataset"]["name"]),
+               c["regime"]["name"], float(c["optimizer"]["lr"]), int(res["seed"]),
+               None if best is None else 100.0 * best, int(c["epochs"]),
+               (c["dataset"].get("limit_train"), c["dataset"].get("limit_test")),
+               res.get("finished_at", ""), env.get("git_commit"), env.get("device_name", "?"), c["regime"],
+               max(train_accs, default=None), res.get("best_epoch"),
+               tuple(_pct(h.get("test_acc")) for h in res.get("history", [])), tuple(train_accs))
 
 
 def _pct(v):
