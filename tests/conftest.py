@@ -145,3 +145,13 @@ def evaluation_fails(monkeypatch, n: int, exc):
         return real(*a, **k)
     monkeypatch.setattr(loop, "evaluate", flaky)
     return lambda: monkeypatch.setattr(loop, "evaluate", real)
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of a child that a test stops with a signal: SIGINT and SIGTERM at their defaults,
+    whatever this process inherited (``nohup``, ``setsid ... &`` and some CI runners start the suite
+    with SIGINT ignored, and a child inherits an ignored signal, so Ctrl-C would not reach run.py)."""
+    import signal
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+

@@ -251,3 +251,56 @@ def test_experiment_6_report_from_real_gates_only_runs(tiny_root, tmp_path):
     assert line.diff_test == pytest.approx(line.best_test_mean - 56.0)
     md = (tmp_path / "out" / "exp6.md").read_text()
     assert "REDUCED scale" not in md and "- command: `pytest`" in md and "runs: 2 results.json (2 completed)" in md
+
+
+def _damage(root, seed, edit=None, text=None):
+    """Seed ``seed``'s results.json (a sound fake_run) rewritten: ``edit(res)`` or raw ``text``."""
+    path = root / "fc-sgd-0.01" / "relu" / f"seed{seed}" / "results.json"
+    res = json.loads(path.read_text())
+    path.write_text(text if text is not None else json.dumps(edit(res)))
+    return path
+
+
+def test_a_malformed_results_json_is_listed_once_with_its_reason_and_never_counted(tmp_path):
+    root = tmp_path / "runs"
+    for seed in range(9):
+        fake_run(root, "fc", "sgd", "mnist", "relu", 0.01, seed, 0.90 + seed / 100,
+                 history=[{"epoch": 1, "train_acc": 0.9, "test_acc": 0.90 + seed / 100}])
+    assert npf.write_table2(root, tmp_path / "sound").iloc[0].n == 9  # undamaged, every seed counts
+    paths = {3: _damage(root, 3, text='{"version": 1, "status": "compl'),
+             4: _damage(root, 4, lambda r: {k: v for k, v in r.items() if k != "config"}),
+             5: _damage(root, 5, lambda r: [r]),
+             6: _damage(root, 6, lambda r: {k: v for k, v in r.items() if k != "history"}),
+             7: _damage(root, 7, lambda r: {**r, "version": 0}),
+             8: _damage(root, 8, lambda r: {**r, "config": {k: v for k, v in r["config"].items() if k != "arch"}})}
+    found, bad = report.results_below(root)
+    assert sorted(p.parent.name for p, _ in found) == ["seed0", "seed1", "seed2", "seed8"]
+    assert bad[0].startswith(f"{paths[3]}: not counted: not valid JSON, truncated? (")
+    assert bad[1:] == [f"{paths[4]}: not counted: no config", f"{paths[5]}: not counted: not a JSON object but a list",
+                       f"{paths[6]}: not counted: a completed run without a history",
+                       f"{paths[7]}: not counted: results version 0, this code reads version 1"]
+    runs, bad = report.scan(root)  # a config without a field the tables read: listed, no crash
+    assert len(runs) == 3 and bad[-1] == f"{paths[8]}: not counted: a field the tables read is missing or " \
+                                         "malformed (KeyError: 'arch')"
+    df = npf.write_table2(root, tmp_path / "out")
+    line = df.iloc[0]
+    assert line.n == 3 and line["mean"] == pytest.approx(91.0)  # seeds 0, 1, 2 only
+    md = (tmp_path / "out" / "table2.md").read_text()
+    not_counted = md.split("## Not counted")[1]
+    for seed, path in paths.items():
+        assert len([ln for ln in md.splitlines() if str(path) in ln]) == 1, seed
+        assert f"- {path}: not counted: " in not_counted
+
+
+def test_the_page_names_a_malformed_first_run_and_record_run_refuses_one(tmp_path):
+    from gatelab.papers import page
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text('{"version": 1, "status": "completed", "config": {"epo')
+    with pytest.raises(ValueError, match=r"run/results.json: not counted: not valid JSON, truncated\?"):
+        page.record_run(run, tmp_path / "reports")
+    first = tmp_path / "reports" / "first-run" / "results.json"
+    first.parent.mkdir(parents=True)
+    first.write_text(json.dumps({"version": 1, "status": "completed", "history": []}))
+    (line,) = page.first_run_lines(tmp_path / "reports")
+    assert line == f"({first}: not counted: no config: `python -m gatelab page --record-run <run dir>`)"
