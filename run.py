@@ -6,13 +6,17 @@ checked before anything trains; ``--dry-run`` prints it. Each run writes ``resul
 ``ckpt/`` into ``outputs/runs/<cell>/<regime>/seed<k>-<hash>``; a completed run is skipped, an
 unfinished one resumes. Sweep with ``-m``. See README.md.
 """
-import logging
-import os
-import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))  # this checkout's gatelab, whatever is installed
+from gatelab.core import early_stop  # noqa: E402
+
+_EARLY = early_stop.install()
+
+import logging  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
 
 import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
@@ -21,7 +25,7 @@ from omegaconf import DictConfig  # noqa: E402
 
 from gatelab.core.config import ConfigError, register  # noqa: E402
 from gatelab.core.runs import register_resolver  # noqa: E402
-from gatelab.core.validation import unknown_key_message  # noqa: E402
+from gatelab.core.commands import problem  # noqa: E402
 from gatelab.data.datasets import DataNotFoundError  # noqa: E402
 from gatelab.launch import plan  # noqa: E402
 from gatelab.launch.sweep import outcome_of, record  # noqa: E402
@@ -42,7 +46,7 @@ def main(cfg: DictConfig):
         jobs = plan.build(cfg)
         plan.check(jobs)
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
-        log.error("%s", e)
+        print(f"gatelab: {e}", file=sys.stderr)  # the one format of a mistake (run.py, python -m gatelab)
         if multirun:  # the sweep checked every job before the first started: only a race gets here
             record(cfg.out_root, Path(cfg.out_root), "failed", f"{type(e).__name__}: {e}")
             return None
@@ -111,52 +115,11 @@ def _argv_dry_run(argv: list[str]) -> list[str]:
     return argv
 
 
-def _bad_choice(argv: list[str]) -> str | None:
-    """A config group option that conf/ does not have (``regime=flnpff``, also inside a sweep or an
-    ``+experiment=[...]`` list), in one line naming the group, the value, the closest option and the
-    options; or a key the schema does not have (``epochz=5``, ``+optimizer.lrr=0.1``), naming the
-    closest real key; None when all is well. Checked before Hydra starts, so nothing is written."""
-    import difflib
-
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    conf = Path(__file__).resolve().parent / "conf"
-    groups = {p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra"}
-    parser = OverridesParser.create()
-    for arg in argv:
-        try:
-            (o,) = parser.parse_overrides([arg])
-        except Exception:  # noqa: BLE001 - not an override, or one Hydra will reject in its own words
-            continue
-        group = o.key_or_group
-        if o.is_delete():
-            continue
-        if group not in groups:
-            key = group.lstrip("+")
-            if "/" not in key and not key.startswith("hydra."):
-                node: dict = {}
-                *path, leaf = key.split(".")
-                cursor = node
-                for part in path:
-                    cursor = cursor.setdefault(part, {})
-                cursor[leaf] = None
-                bad = unknown_key_message(node)
-                if bad:
-                    return bad
-            continue
-        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.value()]
-        options = sorted(p.stem for p in (conf / group).glob("*.yaml"))
-        for v in (x for val in values for x in (val if isinstance(val, list) else [val])):
-            if str(v) not in options:
-                close = difflib.get_close_matches(str(v), options, n=1)
-                return (f"{group}={v}: conf/{group} has no option {v}" + (f" (did you mean {close[0]}?)" if close else "")
-                        + f"; options: {', '.join(options)}")
-    return None
-
-
 if __name__ == "__main__":
     sys.argv = _argv_dry_run(sys.argv)
-    bad = _bad_choice(sys.argv[1:])
+    bad = problem(sys.argv[1:])
     if bad:
         print(f"gatelab: {bad}", file=sys.stderr)
         sys.exit(2)
+    early_stop.release(_EARLY)
     main()

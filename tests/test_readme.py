@@ -34,9 +34,9 @@ def test_the_readme_shows_the_set_up_the_main_command_and_make_targets():
 @pytest.mark.parametrize("command", sorted(set(_commands("python run.py"))))
 def test_every_run_py_command_of_the_readme_composes_and_validates(command, tmp_path):
     sys.path.insert(0, str(ROOT))
-    from run import _bad_choice
+    from gatelab.core.commands import bad_option
     argv = [a for a in shlex.split(command)[2:] if not a.startswith("-")]
-    assert _bad_choice(argv) is None, command
+    assert bad_option(argv) is None, command
     for job in job_overrides(argv)[:3]:
         validate(make_cfg([*job, f"out_root={tmp_path}"]))
 

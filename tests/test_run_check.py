@@ -219,6 +219,6 @@ def test_a_stray_file_is_named_in_one_line_and_left_alone(sound_runs, tmp_path, 
     code, text = _check(out, "--repair", capsys=capsys)
     assert code == 1
     (row,) = _lines_naming(text.split("after repair")[0], d[1].name)
-    assert row.endswith("stray files ckpt/last.pt.bak, notes.txt (no gatelab writer makes it; left alone)")
+    assert row.endswith("stray files ckpt/last.pt.bak, notes.txt (no gatelab writer makes them; left alone)")
     assert (d[1] / "notes.txt").read_text() == "mine" and (d[1] / "ckpt" / "last.pt.bak").exists()
     assert _row(text, d[2]).endswith(" ok") and _table2(out, tmp_path)[0] == 3  # a stray file changes no result

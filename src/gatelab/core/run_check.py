@@ -39,7 +39,8 @@ from gatelab.core.runs import run_subdir
 # .hydra/ and run.log (Hydra's output directory, run.py's job), wandb/ (logger=wandb); besides them
 # only temporaries of killed writers (checkpoints.temporaries).
 RUN_FILES = frozenset({RESULTS, LOCK, LOSS_TRACE, CKPT_DIR, "mask.pt", ".hydra", "run.log", "wandb"})
-CKPT_FILES = re.compile(rf"({'|'.join(re.escape(n[:-3]) for n in (LAST, PREV, BEST, BEST_PREV))}|epoch_\d+|step_\d+)\.pt")
+_ROTATING = "|".join(re.escape(Path(n).stem) for n in (LAST, PREV, BEST, BEST_PREV))
+CKPT_FILES = re.compile(rf"({_ROTATING}|epoch_\d+|step_\d+)\.pt")  # ckpt/: checkpoints' files (its module doc)
 
 
 @dataclass
@@ -188,8 +189,9 @@ def check_run(d: Path, out_root: Path) -> RunCheck:
                                           clear))
         stray = _strays(d, temps)
         if stray:
-            check.findings.append(Finding(f"stray {'file' if len(stray) == 1 else 'files'} {', '.join(stray)} "
-                                          "(no gatelab writer makes it; left alone)"))
+            one = len(stray) == 1
+            check.findings.append(Finding(f"stray {'file' if one else 'files'} {', '.join(stray)} (no gatelab "
+                                          f"writer makes {'it' if one else 'them'}; left alone)"))
         if res is not None and res["status"] in FINAL:
             _final(check, res)
         else:

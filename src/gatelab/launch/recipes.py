@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-
+from gatelab.core.commands import bad_option, first_point
 from gatelab.core.config import ConfigError
 from gatelab.core.runs import IDENTITY, compose
 from gatelab.launch import costs, plan
@@ -121,6 +120,9 @@ def build(name: str, options: Options) -> Recipe:
         raise ConfigError(f"no recipe {name!r}; recipes: {', '.join(sorted(REGISTRY))}")
     if options.scale not in d.scales:
         raise ConfigError(f"recipe {name} has no scale {options.scale!r}; its scales: {', '.join(d.scales)}")
+    bad = bad_option(list(options.extra))
+    if bad:
+        raise ConfigError(bad)
     r = d.build(options)
     common = options.common()
     r.runs = [[*rs, *common] for rs in r.runs]
@@ -142,15 +144,6 @@ def _as_variant(r: Recipe, suffix: str, banner: str) -> Recipe:
     return r
 
 
-def _first_point(overrides: list[str]) -> list[str]:
-    """The overrides with each sweep at its first value (to compose the experiment's sweep params)."""
-    out = []
-    for o in OverridesParser.create().parse_overrides(list(overrides)):
-        out.append(f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}" if o.is_sweep_override()
-                   else o.input_line)
-    return out
-
-
 def sweeper_params(overrides: list[str]) -> dict:
     """``hydra.sweeper.params`` of the config a run set composes (its +experiment files' sweeps)."""
     from hydra import compose as hydra_compose, initialize_config_dir
@@ -160,7 +153,7 @@ def sweeper_params(overrides: list[str]) -> dict:
     register()
     register_resolver()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = hydra_compose(config_name="config", overrides=_first_point(overrides), return_hydra_config=True)
+        cfg = hydra_compose(config_name="config", overrides=first_point(overrides), return_hydra_config=True)
     return {str(k): str(v) for k, v in (cfg.hydra.sweeper.get("params") or {}).items()}
 
 
@@ -196,7 +189,10 @@ def plan_recipe(r: Recipe, check: bool = True) -> list[list[Step]]:
     def load(overrides: list[str]):  # each job's config composed once
         key = tuple(o for o in overrides if o != "train_prerequisites=false")
         if key not in composed:
-            composed[key] = compose(list(key))
+            try:
+                composed[key] = compose(list(key))
+            except Exception as e:  # noqa: BLE001 - Hydra's and OmegaConf's many kinds, in one line
+                raise ConfigError(f"{' '.join(key)}: the config does not compose: {str(e).splitlines()[0]}") from e
         return composed[key]
     out = []
     for wave in plan.waves(jobs, load):

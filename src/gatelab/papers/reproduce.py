@@ -33,14 +33,21 @@ def discover() -> dict:
     return recipes.REGISTRY
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage mistake in one line (``gatelab: ...``, exit 2), as run.py says its own."""
+
+    def error(self, message):
+        self.exit(2, f"gatelab: {self.prog.split()[-1]}: {message} (--help lists the options)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m gatelab", description=__doc__.split("\n\n")[0])
+    ap = _Parser(prog="python -m gatelab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     rp = sub.add_parser("reproduce", help="plan, price, run and report one recipe")
-    rp.add_argument("recipe")
+    rp.add_argument("recipe", nargs="?", help="one of: python -m gatelab recipes")
     rp.add_argument("--scale", default=None, help="one of the recipe's scales (default: its first)")
     rp.add_argument("--dry-run", action="store_true", help="print the jobs in waves and their cost; train nothing")
-    rp.add_argument("--jobs", type=int, default=1, help="jobs at once on this machine (one CPU thread each)")
+    rp.add_argument("--jobs", type=_positive, default=1, help="jobs at once on this machine (one CPU thread each)")
     rp.add_argument("--slurm", action="store_true", help="submit each run set to SLURM (hydra/launcher=cluster)")
     rp.add_argument("--report-only", action="store_true", help="render the report from the runs on disk")
     rp.add_argument("--epochs", type=int, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
@@ -50,10 +57,18 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--sgd-sweep", action="store_true", help="Table 2: SGD also at {0.1, 0.01, 0.001}")
     rp.add_argument("--row", action="store_true", help="Table 2: each row in one process")
     rp.add_argument("overrides", nargs="*", help="further config overrides for every run (key=value)")
+    sub.add_parser("page", help="outputs/reports/README.md, what reproduces item by item (--check: is it current)")
     ls = sub.add_parser("recipes", help="the recipes and their scales")
     ls.add_argument("--markdown", action="store_true", help="a Markdown table with each recipe's cost (plans each)")
     ls.add_argument("--data", default=None)
     return ap
+
+
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
+    return n
 
 
 def _options(args) -> Options:
@@ -63,6 +78,8 @@ def _options(args) -> Options:
 
 def reproduce(args) -> int:
     registry = discover()
+    if args.recipe is None:
+        raise ConfigError(f"reproduce needs a recipe: {', '.join(sorted(registry))} (python -m gatelab recipes)")
     d = registry.get(args.recipe)
     args.scale = args.scale or (d.scales[0] if d else None)
     command = "python -m gatelab " + " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -1,0 +1,76 @@
+"""A mistake on the command line is one line (``gatelab: ...``), exit 2, before Hydra starts, and
+leaves nothing behind; Ctrl-C while the entry points import is one line and exit 130."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+def _run(argv, cwd, module=False, **env):
+    cmd = [sys.executable, "-m", "gatelab", *argv] if module else [sys.executable, str(ROOT / "run.py"), *argv]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["dataset.routing.K=3"], "dataset.routing is not set for dataset mnist, so it has no K"),
+    (["out_root=/proc/gatelab-x"], "out_root=/proc/gatelab-x: runs cannot be written there"),
+    (["epoch=3"], "unknown key epoch (did you mean epochs?)"),
+    (["-m", "hydra/launcher=cluster", "seed=0,1"], "hydra/launcher=cluster: no SLURM here"),
+    (["regime=flnpff"], "did you mean flnpf?"),
+])
+def test_a_bad_run_command_is_one_line_exit_2_and_leaves_nothing(argv, says, tmp_path):
+    # PATH without sbatch: the SLURM case must not depend on whether this machine has SLURM
+    p = _run(argv, tmp_path, PATH=os.path.dirname(sys.executable))
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("gatelab: ") and says in lines[0], lines
+    assert list(tmp_path.iterdir()) == []  # no outputs/, no multirun.yaml
+
+
+def test_the_same_commands_are_accepted_where_they_are_right(tmp_path, tiny_root):
+    """The control: a routing K on a routing dataset, a writable out_root, the real key, a dry run."""
+    p = _run(["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "dataset.routing.K=3", "epochs=1",
+              f"out_root={tmp_path / 'out'}", f"data.root={tiny_root}", "--dry-run"], tmp_path)
+    assert p.returncode == 0 and "gatelab: " not in p.stderr, p.stderr[-1500:]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["reproduce", "table2-mnist", "--dry-run", "--jobs", "0"], "--jobs: must be 1 or more, got 0"),
+    (["reproduce"], "reproduce needs a recipe: "),
+    (["reproduce", "table2-mnist", "--dry-run", "epoch=3"], "unknown key epoch (did you mean epochs?)"),
+])
+def test_a_bad_recipe_command_is_one_line_exit_2(argv, says, tmp_path):
+    p = _run(argv, tmp_path, module=True)
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("gatelab: ") and says in lines[0], lines
+
+
+def test_help_lists_every_subcommand(tmp_path):
+    p = _run(["--help"], tmp_path, module=True)
+    assert p.returncode == 0 and "{reproduce,page,recipes}" in p.stdout
+
+
+def test_ctrl_c_while_importing_is_one_line_and_exit_130(capsys):
+    """The entry points' early handler (installed before torch and Hydra load): SIGINT exits 130 with one
+    line; released, SIGINT is Python's KeyboardInterrupt again; where SIGINT is ignored it stays so."""
+    from gatelab.core import early_stop
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        installed = early_stop.install()
+        assert installed
+        with pytest.raises(SystemExit) as stop:
+            os.kill(os.getpid(), signal.SIGINT)
+        assert stop.value.code == 130
+        assert capsys.readouterr().err == "gatelab: stopped by Ctrl-C before anything ran\n"
+        early_stop.release(installed)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        assert early_stop.install() is False and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
