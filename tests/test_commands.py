@@ -74,3 +74,18 @@ def test_ctrl_c_while_importing_is_one_line_and_exit_130(capsys):
         assert early_stop.install() is False and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_run_redirected_to_a_file_prints_one_line_per_epoch_and_no_bars(tmp_path, tiny_root):
+    """``python run.py > log 2>&1``: the epoch lines, no tqdm redraws (progress=true, the default, draws
+    bars only at a terminal)."""
+    log = tmp_path / "log"
+    with open(log, "w") as f:
+        p = subprocess.run([sys.executable, str(ROOT / "run.py"), "epochs=3", "arch.dense=[8]", "progress=true",
+                            f"data.root={tiny_root}", f"out_root={tmp_path / 'out'}"], stdout=f, stderr=subprocess.STDOUT,
+                           timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    text = log.read_text()
+    assert p.returncode == 0, text[-1500:]
+    assert [f"epoch {e}/3 " in text for e in (1, 2, 3)] == [True] * 3
+    assert "\r" not in text and "step/s" not in text and "it/s" not in text
+    assert len(text.splitlines()) < 40

@@ -265,7 +265,7 @@ class Config:
     # replays at most N-1 epochs. Not part of the run key: it changes no result.
     checkpoint_every: int = 1
     checkpoint_minutes: float = 10.0  # also a group last.pt inside an epoch every N minutes (0: off)
-    progress: bool = True  # tqdm bars
+    progress: bool = True  # tqdm bars, at a terminal only (redirected: one line per epoch)
     amp: bool = False  # bf16 autocast of the training forward pass (the older spelling of precision=bf16)
     precision: Precision = later(Precision.fp32)  # fp32 | tf32 | bf16; env records what ran
     compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune

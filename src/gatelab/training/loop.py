@@ -39,7 +39,7 @@ from gatelab.training import stacking
 from gatelab.training.metrics import evaluate, extra_metrics, objective
 from gatelab.training.run_state import RunState
 from gatelab.training.speed import heap_reuse, precision
-from gatelab.training.stops import STOP, Bars, stop_signals
+from gatelab.training.stops import STOP, Bars, bars_on, stop_signals
 
 log = logging.getLogger("gatelab")
 
@@ -253,7 +253,7 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision_of(cfg) == "bf16")
     per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
     job_bar = tqdm(total=(cfg.epochs - done) * per_epoch - skip, desc=f"{len(runs)} net(s), epochs {done + 1}-"
-                   f"{cfg.epochs}", unit="step", disable=not cfg.progress, mininterval=1.0, position=0, file=Bars())
+                   f"{cfg.epochs}", unit="step", disable=not bars_on(cfg), mininterval=1.0, position=0, file=Bars())
     try:
         STOP.deferred = True
         if (done, skip) == (0, 0):
@@ -348,7 +348,7 @@ def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=
     bs = cfg.optimizer.batch_size
     total = math.ceil(len(data.train) / bs)
     bar = tqdm(data.train.stacked_batches(bs, gens, skip), total=total, initial=skip,
-               desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not cfg.progress, mininterval=1.0,
+               desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not bars_on(cfg), mininterval=1.0,
                position=1, file=Bars())
     for i, (xb, yb) in enumerate(bar, skip + 1):
         with autocast:

@@ -102,3 +102,14 @@ class Bars:
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
+
+
+def bars_on(cfg) -> bool:
+    """Progress bars only for a person at a terminal: ``progress=true`` and stderr a TTY. Redirected
+    to a file or a pipe (a log, a batch job), the run prints its one line per epoch and no bars
+    (tqdm's redraws would fill the log: 247 lines for 10 epochs)."""
+    try:
+        return bool(cfg.progress) and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
+
