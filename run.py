@@ -57,6 +57,8 @@ def main(cfg: DictConfig):
         if not multirun:  # a plan leaves nothing on disk
             _remove_hydra_only_dir(Path(hc.runtime.output_dir), Path(cfg.out_root))
         return None
+    own_log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"  # Hydra's log of this attempt (appended)
+    start = own_log.stat().st_size if own_log.is_file() else 0
     log.info("%s", plan.banner(jobs))
     try:
         results = plan.execute(jobs)
@@ -65,6 +67,7 @@ def main(cfg: DictConfig):
         saved = e.saved if isinstance(e, Interrupted) else "nothing was training"
         log.error("stopped by %s: %s; the runs are recorded as interrupted and the same command resumes them",
                   by, saved)
+        _log_where_it_trained(own_log, start, jobs)
         _silence_closed_streams()
         sys.exit(code)
     except Exception as e:
@@ -74,11 +77,33 @@ def main(cfg: DictConfig):
         if multirun:  # recorded in results.json and the sweep journal; the other jobs go on
             log.exception("job failed; the sweep goes on")
             return None
+        _log_where_it_trained(own_log, start, jobs)
         raise
     for d, res in results.items():
         record(cfg.out_root, Path(d), outcome_of(res))
         log.info("%s: status %s, best test acc %s (epoch %s)", d, res["status"], res["best_test_acc"], res["best_epoch"])
+    _log_where_it_trained(own_log, start, jobs)
     return {d: res["best_test_acc"] for d, res in results.items()}
+
+
+def _log_where_it_trained(own_log: Path, start: int, jobs: list) -> None:
+    """This attempt's lines of Hydra's log (plan, epochs, the stop or the failure), appended to the
+    ``run.log`` of every other run folder of the plan that holds a run (a prerequisite it trained), so
+    each attempt stays readable where the training happened, whatever becomes of Hydra's folder."""
+    try:
+        for h in logging.getLogger().handlers:
+            h.flush()
+        with open(own_log, "rb") as f:
+            f.seek(start)
+            text = f.read()
+    except OSError:
+        return
+    for job in jobs:
+        for _, d in job.entries:
+            d = Path(d)
+            if text and d.resolve() != own_log.parent.resolve() and (d / "results.json").is_file():
+                with open(d / "run.log", "ab") as f:
+                    f.write(f"--- this attempt was logged in {own_log.parent} too ---\n".encode() + text)
 
 
 def _silence_closed_streams() -> None:

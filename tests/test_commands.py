@@ -89,3 +89,25 @@ def test_a_run_redirected_to_a_file_prints_one_line_per_epoch_and_no_bars(tmp_pa
     assert [f"epoch {e}/3 " in text for e in (1, 2, 3)] == [True] * 3
     assert "\r" not in text and "step/s" not in text and "it/s" not in text
     assert len(text.splitlines()) < 40
+
+
+def test_ctrl_c_keeps_the_attempts_log_where_the_prerequisite_trained(tmp_path):
+    """``run.py regime=flnpf`` stopped while its ReLU source trains: the attempt's log (plan, epoch lines,
+    the stop line) is in the ReLU run's run.log, appended, besides Hydra's own folder."""
+    import time
+    from conftest import default_signals, write_tiny_data
+    root = write_tiny_data(tmp_path / "data", n_train=6000, n_test=100)
+    log = tmp_path / "log"
+    with open(log, "w") as f:
+        p = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "regime=flnpf", "epochs=3", "arch.dense=[64,64]",
+                              "optimizer.batch_size=1", "progress=false", "threads=1", f"data.root={root}",
+                              f"out_root={tmp_path / 'out'}"], stdout=f, stderr=subprocess.STDOUT,
+                             preexec_fn=default_signals)
+        deadline = time.time() + 120
+        while time.time() < deadline and "epoch 1/3" not in log.read_text():
+            time.sleep(0.1)
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 130
+    (relu_log,) = (tmp_path / "out").rglob("relu/seed0-*/run.log")
+    text = relu_log.read_text()
+    assert "plan: 2 job(s)" in text and "relu seed 0 epoch 1/3" in text and "stopped by Ctrl-C" in text
