@@ -111,3 +111,23 @@ def test_ctrl_c_keeps_the_attempts_log_where_the_prerequisite_trained(tmp_path):
     (relu_log,) = (tmp_path / "out").rglob("relu/seed0-*/run.log")
     text = relu_log.read_text()
     assert "plan: 2 job(s)" in text and "relu seed 0 epoch 1/3" in text and "stopped by Ctrl-C" in text
+
+
+def test_the_shipped_site_example_names_only_real_settings():
+    """docs/site.example.yaml (what conf/local/site.yaml starts from): its run keys are schema keys and
+    its launcher keys are the cluster launcher's."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from gatelab.core.config import CONF_DIR, register
+    from gatelab.core.runs import register_resolver
+    from gatelab.core.validation import unknown_key_message
+    register()
+    register_resolver()
+    example = OmegaConf.load(ROOT / "docs" / "site.example.yaml")
+    assert unknown_key_message({k: v for k, v in example.items() if k != "hydra"}) is None
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=["hydra/launcher=cluster"], return_hydra_config=True)
+    launcher = set(cfg.hydra.launcher.keys())
+    assert set(example.hydra.launcher.keys()) <= launcher, set(example.hydra.launcher.keys()) - launcher
+    assert unknown_key_message({"data": {"rooot": "x"}}) is not None  # the check can fail
