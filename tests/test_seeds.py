@@ -156,3 +156,31 @@ def test_bf16_autocast_trains_close_to_fp32_and_compile_wraps_the_forward(tiny_r
     res = train(make_cfg([*over, "compile=reduce-overhead"], tiny_root), tmp_path / "compiled")
     assert compiled == ["reduce-overhead"]
     assert [h["test_acc"] for h in res["history"]] == [h["test_acc"] for h in fp32["history"]]
+
+
+def test_evaluation_batches_shrink_with_the_stack_and_give_the_same_numbers(tmp_path):
+    """Each evaluation batch holds eval_batch_size / (nets x networks per net) examples, so a stack of
+    conv nets with feature networks keeps one network's memory; the per-net numbers are those of one
+    batch over the whole split (fp32 reassociation only)."""
+    from gatelab.data.datasets import Data, Split
+    from gatelab.training import stacking
+    from gatelab.training.metrics import evaluate
+    from gatelab.training.run_state import RunState
+    from conftest import make_cfg
+    over = ["dataset=cifar10", "arch=gconv", *TINY_ARCH["gconv"], "regime=dlnpf"]
+    x = torch.randint(0, 256, (50, 3, 8, 8), dtype=torch.uint8)
+    y = torch.randint(0, 10, (50,))
+    data = Data(Split(x, y), Split(x, y), (3, 8, 8), 10, "classification")
+    runs = [RunState(s, tmp_path / f"s{s}", make_cfg([*over, f"seed={s}"]), 0.0) for s in range(3)]
+    for r in runs:
+        r.build(data, {})
+    model, _, _ = stacking.setup(make_cfg(over), runs, torch.device("cpu"))
+    seen = []
+    hook = model.value.hidden[0].register_forward_pre_hook(lambda m, args: seen.append(args[0].shape[1]))
+    small = evaluate(model, data.test, 20, "classification", 3)
+    assert max(seen) == 20 // 6 and sum(seen) == 50  # 3 nets, each with its feature network
+    seen.clear()
+    whole = evaluate(model, data.test, 10**6, "classification", 3)
+    hook.remove()
+    assert seen == [50]
+    assert small[1] == whole[1] and small[0] == pytest.approx(whole[0], rel=1e-5)

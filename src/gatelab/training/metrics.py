@@ -41,12 +41,21 @@ def objective(out: torch.Tensor, y: torch.Tensor, task: str) -> tuple[torch.Tens
 
 
 @torch.no_grad()
+def eval_chunk(model, batch_size: int, stack: int) -> int:
+    """Examples per evaluation batch: ``eval_batch_size`` shared by the ``stack`` nets (twice as many
+    networks when each has a feature network), so that the activations in memory stay those of one
+    ``eval_batch_size`` batch of one network. Measured: a GCONV row's FRNPF family (6 nets with their
+    feature nets) at 2048 CIFAR images a batch grew to 23.7 GB and was killed by the OOM killer."""
+    nets = stack * (2 if getattr(model, "feature", None) is not None else 1)
+    return max(1, batch_size // nets)
+
+
 def evaluate(model, split: Split, batch_size: int, task: str, stack: int) -> tuple[list, list]:
-    """Per seed (mean loss, accuracy) over a whole split, in large batches."""
+    """Per seed (mean loss, accuracy) over a whole split, in batches of :func:`eval_chunk` examples."""
     model.eval()
     loss_sum = torch.zeros(stack, device=split.x.device)
     correct = torch.zeros(stack, device=split.x.device)
-    for xb, yb in split.batches(batch_size):
+    for xb, yb in split.batches(eval_chunk(model, batch_size, stack)):
         loss, c = objective(model(xb.expand(stack, *xb.shape)), yb.expand(stack, *yb.shape), task)
         loss_sum += loss * len(yb)
         correct += c
