@@ -142,7 +142,7 @@ def _lr_rule(df: pd.DataFrame) -> str:
     return "One step size per row (lr shown for SGD), as the paper's code ran it."
 
 
-def _per_seed(line) -> dict[int, float]:
+def per_seed(line) -> dict[int, float]:
     return {int(k): float(v) for k, v in (x.split(":") for x in line["best_per_seed"].split(";") if x)}
 
 
@@ -154,7 +154,7 @@ def gap(df: pd.DataFrame, a: str = "flnpf", b: str = "relu") -> pd.DataFrame:
     for row, cells in _rows(df):
         if a not in cells or b not in cells:
             continue
-        x, y = _per_seed(cells[a]), _per_seed(cells[b])
+        x, y = per_seed(cells[a]), per_seed(cells[b])
         diffs = [x[s] - y[s] for s in sorted(set(x) & set(y))]
         mean, std = report.mean_std(diffs, 1)
         lines.append({"arch": row[0], "optimizer": row[1], "dataset": row[2], "pairs": len(diffs), "gap": mean,
