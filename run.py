@@ -23,6 +23,7 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
+from gatelab.core.checkpoints import DiskFull  # noqa: E402
 from gatelab.core.config import ConfigError, register  # noqa: E402
 from gatelab.core.runs import register_resolver  # noqa: E402
 from gatelab.core.commands import problem  # noqa: E402
@@ -78,6 +79,10 @@ def main(cfg: DictConfig):
             log.exception("job failed; the sweep goes on")
             return None
         _log_where_it_trained(own_log, start, jobs)
+        if isinstance(e, DiskFull):  # recorded as failed with the file and the free space; its rerun resumes
+            log.error("stopped: %s; the runs are recorded as failed and the same command resumes them from "
+                      "their last checkpoint once there is space", e.strerror)
+            sys.exit(1)
         raise
     for d, res in results.items():
         record(cfg.out_root, Path(d), outcome_of(res))

@@ -131,3 +131,34 @@ def test_the_shipped_site_example_names_only_real_settings():
     launcher = set(cfg.hydra.launcher.keys())
     assert set(example.hydra.launcher.keys()) <= launcher, set(example.hydra.launcher.keys()) - launcher
     assert unknown_key_message({"data": {"rooot": "x"}}) is not None  # the check can fail
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_recorded_as_failed_and_resumes_when_there_is_space(tmp_path, tiny_root):
+    """out_root on a 3 MiB tmpfs: the second epoch's checkpoints do not fit. The run stops with one line
+    naming the file and the free space, results.json says failed (not running) with the same words,
+    no partial file is left, and after the tmpfs grows the same command completes the run."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root and tmpfs mounts (a 3 MiB disk to fill)")
+    try:
+        cmd = [sys.executable, str(ROOT / "run.py"), "epochs=3", "arch.dense=[128]", "progress=false", "threads=1",
+               f"data.root={tiny_root}", f"out_root={disk}"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        out = p.stdout + p.stderr
+        assert p.returncode == 1 and "Traceback" not in out, out[-2000:]
+        (line,) = [ln for ln in out.splitlines() if "no space left writing" in ln]
+        assert "MiB free of 3.0 MiB there" in line and "/ckpt/" in line
+        (res,) = disk.rglob("results.json")
+        saved = __import__("json").loads(res.read_text())
+        assert saved["status"] == "failed" and "no space left writing" in saved["error"]
+        assert not [p for p in disk.rglob("*") if ".tmp" in p.name]
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+        again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, (again.stdout + again.stderr)[-2000:]
+        done = __import__("json").loads(res.read_text())
+        assert done["status"] == "completed" and [h["epoch"] for h in done["history"]] == [1, 2, 3]
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)

@@ -10,10 +10,12 @@ so no later kill can lose it. A truncated or corrupt file falls back to the prev
 one-line message naming it (:func:`load_good`)."""
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import re
+import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,22 +47,57 @@ def clear_temporaries(run_dir: Path) -> None:
             p.unlink(missing_ok=True)
 
 
+class DiskFull(OSError):
+    """A write that found no space (or quota) left: names the file and the free space."""
+
+
+def _written(path: Path, tmp: Path, write) -> None:
+    """``write(tmp)``; on failure the partial ``tmp`` is removed (its space freed for results.json), and a
+    full disk becomes :class:`DiskFull` naming ``path`` and what is free where it lives: an ENOSPC or
+    EDQUOT, or (torch's zip writer says only ``unexpected pos``) a partial file that took all the
+    space there was."""
+    try:
+        write(tmp)
+    except BaseException as e:
+        partial = Path(tmp).stat().st_size if Path(tmp).exists() else 0
+        Path(tmp).unlink(missing_ok=True)
+        usage = shutil.disk_usage(path.parent)
+        if (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or \
+                (isinstance(e, RuntimeError) and 0 < partial and usage.free <= partial + 2**20):
+            raise DiskFull(errno.ENOSPC, f"no space left writing {path}: {usage.free / 2**20:.1f} MiB free of "
+                                         f"{usage.total / 2**20:.1f} MiB there") from e
+        raise
+
+
 def atomic_write_bytes(path: Path, write) -> None:
     """Write via ``write(tmp_path)`` then rename, so readers never see a partial file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp(path)
-    write(tmp)
+    _written(path, tmp, write)
     os.replace(tmp, path)
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
+def atomic_write_json(path: Path, obj: Any, reserve: int = 0) -> None:
+    """``obj`` as JSON, atomically; ``reserve``: that many trailing spaces (valid JSON whitespace), room
+    that :func:`rewrite_json_in_place` can use when the disk is full."""
     def write(tmp):
         with open(tmp, "w") as f:
             json.dump(obj, f, indent=2, sort_keys=False)
-            f.write("\n")
+            f.write("\n" + " " * reserve)
 
     atomic_write_bytes(path, write)
+
+
+def rewrite_json_in_place(path: Path, obj: Any) -> None:
+    """Overwrite ``path`` with ``obj`` inside the bytes it already holds (padded with spaces), so a full
+    disk can still record a status; raises :class:`DiskFull` if it does not fit."""
+    data = (json.dumps(obj, indent=2) + "\n").encode()
+    size = Path(path).stat().st_size
+    if len(data) > size:
+        raise DiskFull(errno.ENOSPC, f"no space left writing {path}: {len(data)} bytes do not fit in its {size}")
+    with open(path, "r+b") as f:
+        f.write(data + b" " * (size - len(data)))
 
 
 def save(path: Path, **state) -> None:
@@ -73,7 +110,7 @@ def save_rotating(path: Path, **state) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp(path)
-    torch.save({"format": FORMAT, **state}, tmp)
+    _written(path, tmp, lambda t: torch.save({"format": FORMAT, **state}, t))
     if path.exists():
         os.replace(path, path.with_name(KEPT[path.name]))
     os.replace(tmp, path)

@@ -124,7 +124,10 @@ def _train_todo(entries: list) -> list:
         raise
     finally:
         for r in runs:
-            r.write()
+            try:
+                r.write()
+            except checkpoints.DiskFull as full:  # not even results.json fits: the plan reads its checkpoints
+                log.error("%s: its status could not be recorded (%s)", r.run_dir, full.strerror)
             r.tracker.finish(r.results)
     for r in runs:  # a finished run never resumes: the points kept for a resume are freed
         if r.results["status"] in FINAL:

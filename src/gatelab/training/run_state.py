@@ -23,6 +23,9 @@ def _finite_or_none(v: float) -> Optional[float]:
     return v if math.isfinite(v) else None
 
 
+RESERVE = 4096  # bytes of trailing spaces in results.json: a full disk can still record the run's status
+
+
 class RunState:
     """One seed's run (a net of the stack): its results as they grow, its best epoch, its resume point."""
 
@@ -139,4 +142,7 @@ class RunState:
         res = self.results
         res["wall_time_s"] = round(res.get("prior_wall_time_s", 0.0) + time.time() - self.t_start, 3)
         res["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        checkpoints.atomic_write_json(self.run_dir / RESULTS, res)
+        try:
+            checkpoints.atomic_write_json(self.run_dir / RESULTS, res, reserve=RESERVE)
+        except checkpoints.DiskFull:  # the status still fits in the room the last write reserved
+            checkpoints.rewrite_json_in_place(self.run_dir / RESULTS, {k: v for k, v in res.items() if k != "traceback"})
