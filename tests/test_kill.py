@@ -93,7 +93,7 @@ def test_a_truncated_last_checkpoint_falls_back_to_the_previous_one(tiny_root, t
         assert state_of(tmp_path / "cut", 3) == ("failed, resumes after epoch 1", 2)
         res = train(make_cfg(over, tiny_root, tmp_path / "cut"), tmp_path / "cut")
     warned = [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
-    assert len(warned) == 2 and all(str(last) in w and "\n" not in w for w in warned)
+    assert len(warned) == 1 and str(last) in warned[0] and "\n" not in warned[0]  # the plan's read names it once
     reason = warned[0].split(" (", 1)[1].rsplit(");", 1)[0]  # torch's message, cut at a sentence or a word
     assert reason.endswith((".", "...")) or reason.split()[-1].isalpha(), reason
     assert res["resumed_from_epoch"] == 1 and _strip(res["history"][:2]) == _strip(before)

@@ -179,10 +179,16 @@ def load_good(path: Path, peek: bool = False, quiet: bool = False) -> dict | Non
     try:
         return load(path, peek)
     except Exception as e:  # noqa: BLE001 - torch raises RuntimeError, EOFError, pickle errors ...
-        if not quiet:
+        stat = path.stat()
+        seen = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if not quiet and seen not in _WARNED:  # once per file a process: the plan and the resume both read it
+            _WARNED.add(seen)
             log.warning("%s is unreadable (%s: %s); using the previous good checkpoint", path, type(e).__name__,
                         _first_sentence(str(e)))
         return None
+
+
+_WARNED: set = set()  # the unreadable checkpoints already named, with their size and time
 
 
 def position(state: dict) -> tuple[int, int]:
