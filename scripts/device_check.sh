@@ -27,12 +27,15 @@ if [ "$SMOKE" = 1 ]; then  # this CPU, tiny nets and data: the same commands, mi
   ARGS="dataset.limit_train=64 dataset.limit_test=32 arch.conv_channels=[4,4] arch.dense=[16] precision=fp32 threads=2"
   BENCH=(--quick --cases fc)
 else  # sized from the H100 numbers of issue #19: a row ~5-8 s an epoch at 10k images, ~25 s start-up a process
-  E2=10; E4=5; LIM=(120 80 210 100); ARGS=""; BENCH=(--quick --record auto)
+  E2=10; E4=5; LIM=(120 80 170 70); ARGS=""; BENCH=(--quick --record auto)
   # the tests that touch the device (the others pin device=cpu): placement, CUDA<->CPU resume, precision, kills
   TESTS=(tests/test_device.py tests/test_resume.py tests/test_run.py tests/test_kill.py)
 fi
 step "1 tests (not slow), device=auto" "${LIM[0]}" python -m pytest -q -p no:cacheprovider -m "not slow" -x "${TESTS[@]}"
 step "2 bench" "${LIM[1]}" python scripts/bench.py "${BENCH[@]}"
+# the conv step's paths (fp32/bf16 x channels_last, stacked) beside the plain loop, then compile=reduce-overhead (CUDA graphs)
+step "2b paths" 45 python scripts/bench.py --paths --quick --cases gconv
+step "2c fc reduce-overhead" 45 python run.py dataset.limit_train=6400 epochs=2 compile=reduce-overhead progress=false out_root=outputs/ro ${GATELAB_DATA:+data.root=$GATELAB_DATA}
 # The recipes' entry point directly (the bare machine may lack make): `make table2-conv-reduced` is this line.
 # A try at other epochs than the recipe's (10) trains and renders into <folder>-<N>ep (never the recipe's own).
 EP2=$([ "$E2" = 10 ] || echo "-${E2}ep"); EP4=$([ "$E4" = 10 ] || echo "-${E4}ep")
