@@ -150,6 +150,7 @@ def test_a_full_disk_is_one_line_recorded_as_failed_and_resumes_when_there_is_sp
         out = p.stdout + p.stderr
         assert p.returncode == 1 and "Traceback" not in out, out[-2000:]
         (line,) = [ln for ln in out.splitlines() if "no space left writing" in ln]
+        assert line.startswith("gatelab: stopped: no space left writing ")
         assert "MiB free of 3.0 MiB there" in line and "/ckpt/" in line
         (res,) = disk.rglob("results.json")
         saved = __import__("json").loads(res.read_text())
@@ -162,3 +163,15 @@ def test_a_full_disk_is_one_line_recorded_as_failed_and_resumes_when_there_is_sp
         assert done["status"] == "completed" and [h["epoch"] for h in done["history"]] == [1, 2, 3]
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_console_warnings_and_errors_read_as_gatelab_lines_and_progress_keeps_its_time():
+    import logging
+
+    from gatelab.core.logs import ConsoleFormatter
+    f = ConsoleFormatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    rec = lambda level, msg: logging.LogRecord("gatelab", level, __file__, 1, msg, (), None)
+    assert f.format(rec(logging.ERROR, "stopped by Ctrl-C: x")) == "gatelab: stopped by Ctrl-C: x"
+    assert f.format(rec(logging.WARNING, "w")) == "gatelab: warning: w"
+    info = f.format(rec(logging.INFO, "relu seed 0 epoch 1/3"))
+    assert info.startswith("[") and info.endswith("][gatelab][INFO] - relu seed 0 epoch 1/3")
