@@ -86,9 +86,16 @@ def _run(path: Path, res: dict) -> Run:
                c["regime"]["name"], float(c["optimizer"]["lr"]), int(res["seed"]),
                None if best is None else 100.0 * best, int(c["epochs"]),
                (c["dataset"].get("limit_train"), c["dataset"].get("limit_test")),
-               res.get("finished_at", ""), env.get("git_commit"), env.get("device_name", "?"), c["regime"],
+               res.get("finished_at", ""), env.get("git_commit"), _device(env), c["regime"],
                max(train_accs, default=None), res.get("best_epoch"),
                tuple(_pct(h.get("test_acc")) for h in res.get("history", [])), tuple(train_accs))
+
+
+def _device(env: dict) -> str:
+    """The device, threads, precision and (where recorded) the CPU's kernels that made a run."""
+    extra = [env.get("precision") or "fp32"] + ([f"CPU kernels {env['cpu_capability']}"]
+                                                if env.get("cpu_capability") and env.get("device") == "cpu" else [])
+    return ", ".join([env.get("device_name", "?"), *extra])
 
 
 def _pct(v):
