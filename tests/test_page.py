@@ -138,3 +138,17 @@ def test_a_recipes_report_step_renders_the_page_after_its_reports(tmp_path, monk
     text = (tmp_path / "outputs" / "reports" / "README.md").read_text()
     (line,) = [ln for ln in text.splitlines() if ln.startswith("| Fig 10 (experiment 8) |")]
     assert "[dgn-figures](dgn-figures/)" in line and "**agrees**" in line
+
+
+def test_the_tally_counts_each_experiment_once_and_no_identity_check_as_agreement():
+    """An experiment two papers show is one result; a test-suite identity check is not evidence."""
+    from gatelab.papers import page
+    from gatelab.papers.rows import Item, Row
+    agree = Row("paper", verdict="qualitative: agrees (test: x)")
+    got = [(Item("001", "Fig A", "a", None), agree),
+           (Item("002", "Fig B", "same as A", None), Row("paper", verdict=agree.verdict, shared=True)),
+           (Item("001", "Props", "identities", None), Row("test", verdict="checked by the test suite")),
+           (Item("002", "Fig C", "c", None), Row("paper", verdict="qualitative: differs (test: y)"))]
+    text = page.render(got=got)
+    assert "Of the 2 experiments with a result, each counted once (1 items" in text
+    assert "): 1 agree, 1 differ, 0 are not comparable" in text

@@ -22,6 +22,7 @@ class Row:
     paper: str = ""
     verdict: str = ""
     why: str = ""  # why there is no paper-scale result, or what to read next
+    shared: bool = False  # another paper's experiment, shown under this one too: counted once, there
 
 
 @dataclass
