@@ -174,6 +174,8 @@ def verdict(ours: float, paper: float, paper_std: float = math.nan, digits: int 
     n_std = None if no_std or paper_std == 0 else abs(diff) / paper_std
     d = f"Δ {diff:+.{digits}f}"
     if not far(diff, paper_std):
+        if n_std is not None and n_std > 2:  # within only through the floor: say so, and by how much
+            return Verdict("within", f"within by the {FLAG_FLOOR} floor: {d} ({n_std:.1f} paper-std)")
         extra = " (paper: no std)" if no_std else (f" ({n_std:.1f} paper-std)" if n_std is not None else "")
         return Verdict("within", f"within: {d}{extra}")
     if n_std is not None:
