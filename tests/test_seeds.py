@@ -175,12 +175,14 @@ def test_evaluation_batches_shrink_with_the_stack_and_give_the_same_numbers(tmp_
     for r in runs:
         r.build(data, {})
     model, _, _ = stacking.setup(make_cfg(over), runs, torch.device("cpu"))
-    seen = []
+    seen, graphs = [], []
     hook = model.value.hidden[0].register_forward_pre_hook(lambda m, args: seen.append(args[0].shape[1]))
+    head = model.value.head.register_forward_hook(lambda m, args, out: graphs.append(out.requires_grad))
     small = evaluate(model, data.test, 20, "classification", 3)
     assert max(seen) == 20 // 6 and sum(seen) == 50  # 3 nets, each with its feature network
     seen.clear()
     whole = evaluate(model, data.test, 10**6, "classification", 3)
     hook.remove()
-    assert seen == [50]
+    head.remove()
+    assert seen == [50] and not any(graphs)  # no autograd graph kept across batches (it held 19.7 GB once)
     assert small[1] == whole[1] and small[0] == pytest.approx(whole[0], rel=1e-5)

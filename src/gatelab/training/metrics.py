@@ -40,7 +40,6 @@ def objective(out: torch.Tensor, y: torch.Tensor, task: str) -> tuple[torch.Tens
     return loss.mean(-1), hit.sum(-1)
 
 
-@torch.no_grad()
 def eval_chunk(model, batch_size: int, stack: int) -> int:
     """Examples per evaluation batch: ``eval_batch_size`` shared by the ``stack`` nets (twice as many
     networks when each has a feature network), so that the activations in memory stay those of one
@@ -50,6 +49,7 @@ def eval_chunk(model, batch_size: int, stack: int) -> int:
     return max(1, batch_size // nets)
 
 
+@torch.no_grad()
 def evaluate(model, split: Split, batch_size: int, task: str, stack: int) -> tuple[list, list]:
     """Per seed (mean loss, accuracy) over a whole split, in batches of :func:`eval_chunk` examples."""
     model.eval()
