@@ -75,7 +75,7 @@ def test_a_rejected_command_fails_in_one_line_and_leaves_no_run_directory(tiny_r
         p = _run(*bad.split(), f"data.root={tiny_root}", *where, cwd=tmp_path)
         out = p.stdout + p.stderr
         assert p.returncode == 2 and "Traceback" not in out, out[-2000:]
-        assert len([line for line in out.splitlines() if "ERROR" in line]) == 1
+        assert len([line for line in out.splitlines() if line.startswith("gatelab: ")]) == 1  # the one format
         assert sorted(x.name for x in tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
 
 
