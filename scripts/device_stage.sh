@@ -6,6 +6,7 @@
 # Usage: scripts/device_stage.sh [DATA_ROOT]   (default $GATELAB_DATA)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"  # the project from this tree, installed or not
 DATA=${1:-${GATELAB_DATA:?give the data root holding mnist.npz and cifar10.npz}}
 mkdir -p .stage/wheels .stage/data
 python -m pip download -q --no-deps --only-binary=:all: -d .stage/wheels "hydra-core>=1.3,<1.4" "omegaconf>=2.3,<2.4"
