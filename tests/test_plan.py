@@ -55,6 +55,23 @@ def test_a_row_needs_no_prerequisite_job_when_it_holds_the_sources(tiny_root, tm
     assert len(jobs) == 1 and len(jobs[0].stacks) == 2  # relu's stack trains before flnpf's
 
 
+def test_completed_runs_brought_back_without_checkpoints_still_plan(tiny_root, tmp_path):
+    """results.json copied back from a GPU or a cluster, no checkpoints: a completed FLNPF run reads no
+    source again, so its plan (and a report-only rerun) passes; an unfinished one still needs its source."""
+    import shutil
+    cfg = make_cfg(["regime=flnpf", "arch.dense=[8]", "seeds=[0]", "epochs=1", f"out_root={tmp_path}"], tiny_root)
+    plan.execute(plan.build(cfg))
+    for ckpt in tmp_path.rglob("ckpt"):
+        shutil.rmtree(ckpt)
+    jobs = plan.build(cfg)
+    plan.check(jobs)
+    assert "[completed" in plan.describe(jobs) and "0 net-steps left" in plan.describe(jobs)
+    flnpf = next(tmp_path.rglob("flnpf/*/results.json"))
+    flnpf.unlink()
+    with pytest.raises(FileNotFoundError, match="regime.source=auto looks for the ReLU run"):
+        plan.check(plan.build(cfg))
+
+
 @pytest.mark.parametrize("bad,message", [("optimizer.lr=-1", "optimizer.lr must be > 0"),
                                          ("epochs=0", "epochs must be positive"),
                                          ("regime=flnpf regime.source=/nowhere", "checkpoint not found")])

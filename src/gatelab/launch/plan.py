@@ -140,12 +140,15 @@ def check(jobs: list[Job]) -> None:
     """Every run of every job: its config, its device, an explicit FLNPF source, its data file.
     Raises :class:`ConfigError` (or :class:`gatelab.data.datasets.DataNotFoundError`) naming the job."""
     for job in jobs:
-        for c, _ in job.entries or ([(job.features, None)] if job.features is not None else []):
+        for c, d in job.entries or ([(job.features, None)] if job.features is not None else []):
             try:
                 validate(c)
                 rows.validate_row(c)
                 check_device(str(c.device))
-                if regimes.needs_source(c) and (c.regime.source != "auto" or _completed(regimes.relu_source_dir(c))):
+                # a completed run reads no source again: results brought back without checkpoints still plan
+                trains = d is None or c.force or not _completed(Path(d))
+                if trains and regimes.needs_source(c) and (c.regime.source != "auto"
+                                                           or _completed(regimes.relu_source_dir(c))):
                     regimes.source_path(c)  # an explicit or reused source exists and agrees with its results.json
                 data_mod.check_available(c.dataset.source, c.data.root, c.data.download)
             except (ConfigError, FileNotFoundError) as e:
