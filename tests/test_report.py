@@ -155,10 +155,11 @@ def test_one_step_size_per_row_and_the_length_each_cell_needed(tmp_path):
     assert line.lr == 1e-4 and line.n == 2 and line["mean"] == pytest.approx(96.16)
     # mean best-so-far: 90.5, 94.5, 96.1, 96.11, 96.16 -> within 0.05 of 96.16 first at epoch 4
     assert line["epochs_within_0.05"] == 4 and line.best_epochs == "4;5"
+    assert line.rise_last_fifth == pytest.approx((96.02 + 96.3) / 2 - (96.02 + 96.2) / 2)  # epoch 4 -> 5
     assert line.final_train_acc == pytest.approx(99.4) and line.final_test_acc == pytest.approx(96.15)
     assert line.std_other_ddof == pytest.approx(statistics.pstdev([96.02, 96.3]))
     text = (tmp_path / "out" / "table2.md").read_text()
-    assert "## Length" in text and "| FC | Adam | ReLU | 0.0001 | 5 | 4;5 | 4 | — | 99.40 |" in text  # not fitted
+    assert "## Length" in text and "| FC | Adam | ReLU | 0.0001 | 5 | 4;5 | 4 | +0.05 | — | 99.40 |" in text  # not fitted
     chosen = [r for r in report.scan(root)[0] if r.lr == 1e-4 and r.status == "completed"]
     assert report.epochs_to_fit(chosen, 99.2) == 3 and report.epochs_to_fit(chosen[:1], 99.05) == 2
     assert "One step size per row" in text and "highest mean" not in text

@@ -104,7 +104,7 @@ def outcome(r: Row) -> str:
     every count is whole; a verdict at a reduced or quick scale is not comparable number for number."""
     if r.scale in ("none", "n/a"):
         return {"none": "not run", "n/a": "n/a"}[r.scale]
-    if r.verdict.startswith("not comparable"):
+    if r.verdict.startswith(("not comparable", "qualitative: no evidence")):  # a control not rejected: no evidence
         return "not comparable"
     tallies = re.findall(r"(\d+) of (\d+) within", r.verdict)
     if tallies and not r.verdict.startswith(AGREE + DIFFER):

@@ -113,6 +113,18 @@ def epochs_to_reach(runs: Iterable[Run], within: float = 0.05) -> Optional[int]:
     return int((best_so_far >= best_so_far.iloc[-1] - within).to_numpy().argmax()) + 1
 
 
+def rise_at_end(runs: Iterable[Run], fraction: float = 0.2) -> Optional[float]:
+    """Points the seeds' mean best-so-far test accuracy rose over the last ``fraction`` of the epochs (at
+    least one): how much the cell was still learning when it stopped. None without whole curves."""
+    curves = [r.test_curve for r in runs if r.test_curve and None not in r.test_curve]
+    if not curves or min(len(c) for c in curves) < 2:
+        return None
+    n = min(len(c) for c in curves)
+    best_so_far = pd.DataFrame([pd.Series(c[:n]).cummax() for c in curves]).mean()
+    back = max(1, math.ceil(fraction * n))
+    return float(best_so_far.iloc[-1] - best_so_far.iloc[-1 - back])
+
+
 def epochs_to_fit(runs: Iterable[Run], level: float = 99.9) -> Optional[int]:
     """The first epoch by which every seed's (running-mean) train accuracy has reached ``level`` %:
     the length at which the training set is fitted. None if a seed never reached it."""

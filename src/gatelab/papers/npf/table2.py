@@ -50,12 +50,17 @@ def _by_lr(cell: list[report.Run], ddof: int) -> dict:
 FIT = 99.9  # % train accuracy that counts as fitted (the Length section)
 
 
+def _points(x) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"
+
+
 def _length(chosen: list[report.Run]) -> dict:
     """How long the cell's runs were and when they peaked (the report's Length section)."""
     return {"epochs": report.joined(r.epochs for r in chosen),
             "best_per_seed": ";".join(f"{r.seed}:{r.best:.4f}" for r in chosen),
             "best_epochs": ";".join(str(r.best_epoch) for r in chosen),
             "epochs_within_0.05": report.epochs_to_reach(chosen),
+            "rise_last_fifth": report.rise_at_end(chosen),
             f"train_{FIT}_at": report.epochs_to_fit(chosen, FIT)}
 
 
@@ -209,11 +214,12 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
                    + " | ".join(vals) + " |")
     out += ["", "## Length: does a run this long lose anything?", "",
             "Per cell: epochs run; the epoch of each seed's best test accuracy; the first epoch at which the "
-            "seeds' mean best-so-far test accuracy is within 0.05 points of its final value; the first epoch "
+            "seeds' mean best-so-far test accuracy is within 0.05 points of its final value; how many points "
+            "that mean rose over the last fifth of the epochs (still learning: 1 or more, docs/reproducing.md); the first epoch "
             f"by which every seed's train accuracy (running mean over the epoch) reached {FIT}%; train and test "
             "accuracy at the last epoch, mean over seeds (%).", "",
-            f"| Arch | Optimiser | Regime | lr | epochs | best epoch per seed | within 0.05 at | train ≥ {FIT}% at "
-            "| train at end | test at end |", "|---|---|---|---|---|---|---|---|---|---|"]
+            f"| Arch | Optimiser | Regime | lr | epochs | best epoch per seed | within 0.05 at | rise, last fifth "
+            f"| train ≥ {FIT}% at | train at end | test at end |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row, cells in _rows(df):
         for r in REGIMES:
             line = cells.get(r)
@@ -221,7 +227,7 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
                 continue
             out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {REGIME_TITLES[r]} | {line['lr']:g} | "
                        f"{line['epochs']} | {line['best_epochs']} | {_whole(line['epochs_within_0.05'])} | "
-                       f"{_whole(line[f'train_{FIT}_at'])} | {line['final_train_acc']:.2f} | "
+                       f"{_points(line.get('rise_last_fifth'))} | {_whole(line[f'train_{FIT}_at'])} | {line['final_train_acc']:.2f} | "
                        f"{line['final_test_acc']:.2f} |")
     out += _gap_md(df)
     out += _step_sizes_md(steps if steps is not None else pd.DataFrame())

@@ -1,14 +1,16 @@
 """Paper 001's rows of the page of what reproduces (:mod:`gatelab.papers.page`), read from its reports."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Optional
 
 from omegaconf import OmegaConf
 
 from gatelab.papers import report
 from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
 from gatelab.papers.npf import claims
-from gatelab.papers.npf.table2 import REGIME_TITLES, gap, per_seed
+from gatelab.papers.npf.table2 import PAPER_TABLE2, REGIME_TITLES, gap, per_seed
 
 CONF = Path(__file__).resolve().parents[4] / "conf" / "experiment"
 GPU = "needs a GPU: `make table2` (`python -m gatelab reproduce table2 --dry-run` prices it)"
@@ -46,15 +48,27 @@ def table2_fc(root: Path) -> Row:
                ("cells shorter than the code's epochs: " + "; ".join(short)) if short else "the code's epochs and step sizes")
 
 
+def _number(x) -> Optional[float]:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
 def conv_claims(df) -> list[tuple[str, str, str]]:
     """(row, verdict word, sentence) of Table 2's stated claims (:mod:`gatelab.papers.npf.claims`) on each
     CIFAR-10 row of ``df`` whose five regimes have at least 2 seeds."""
     out = []
     for (arch, opt), rows in df[df.arch.isin(["vconv", "gconv"]) & (df.n > 1)].groupby(["arch", "optimizer"]):
         seeds = {line["regime"]: list(per_seed(line).values()) for _, line in rows.iterrows()}
-        tests = claims.row_claims(seeds)
-        if len(tests) == len(claims.CLAIMS):
-            out.append((f"{arch.upper()} {opt.capitalize()}", *claims.summary(tests)))
+        tests = claims.row_claims(seeds, PAPER_TABLE2.get((arch, opt, "cifar10")))
+        if len(tests) != len(claims.CLAIMS):
+            continue
+        rising = claims.still_learning({line["regime"]: _number(line.get("rise_last_fifth"))
+                                        for _, line in rows.iterrows()})
+        word, text = claims.summary(tests)
+        if rising:  # no verdict on nets still learning; the tests are shown all the same
+            word, text = "still learning", (f"no verdict: mean best-so-far still rising over the last fifth of the "
+                                            f"epochs ({', '.join(rising)} points; {claims.STILL:g} or more is still "
+                                            f"learning); the tests as they stand: {text}")
+        out.append((f"{arch.upper()} {opt.capitalize()}", word, text))
     return out
 
 
@@ -90,9 +104,11 @@ def table2_conv(root: Path) -> Row:
     ours = (f"GCONV Adam ReLU {relu[0]['mean']:.2f} against {relu[0]['paper_mean']:.2f}" if relu else _worst(got))
     found = conv_claims(df) if scale == "reduced" else []
     if found:  # a reduced scale: the claims of §6, not the numbers (seed 001 §6, docs/reproducing.md)
-        words = {w for _, w, _ in found}
-        word = "no evidence" if "no evidence" in words else ("differs" if "differs" in words else "agrees")
-        verdict = f"qualitative: {word} (Table 2's claims of §6: " + \
+        words = {w for _, w, _ in found} - {"still learning"}  # a row still learning is judged by none
+        word = ("not comparable" if not words else "no evidence" if "no evidence" in words
+                else "differs" if "differs" in words else "agrees")
+        verdict = ("not comparable: every row still learning" if word == "not comparable" else f"qualitative: {word}") + \
+            " (Table 2's claims of §6: " + \
             "; ".join(f"{row}: {w}, {text}" for row, w, text in found) + f"); numbers not comparable ({report.tally(vs)})"
     else:
         verdict = report.tally(vs) if scale == "paper" else f"not comparable at the {scale} scale ({report.tally(vs)})"
