@@ -171,6 +171,9 @@ def main() -> None:
     print(f"{'case':22s} {'plain':>9s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s} "
           f"{'vs plain':>9s} {f'row {len(ROW_LRS) * args.seeds} nets':>13s} {'speed-up':>9s}")
     ratio_fc, per_step = None, {}
+    if args.record == "auto":  # the GPU's model (h100, h200, a100, ...), else cpu
+        found = re.search(r"\b([A-Z]\d{2,3})\b", device_name(device)) if device.type == "cuda" else None
+        args.record = found[1].lower() if found else device.type
     for case, overrides, in_shape, n_train in CASES:
         if args.cases and not any(c in case for c in args.cases):
             continue
@@ -190,16 +193,13 @@ def main() -> None:
         per_step[name if regime == "relu" else f"{name}/{regime}"] = costs.fit(single, batched * args.seeds, args.seeds)
         if case == "fc/mnist relu":
             ratio_fc = ratio
+        if args.record:  # after each case: a bench cut by a time limit keeps what it measured
+            costs.record(args.record, args.record.upper() if device.type == "cuda" else "CPU",
+                         f"scripts/bench.py on {device_name(device)}, {time.strftime('%Y-%m-%d')}, {args.seeds} seeds "
+                         f"stacked, batch 32{' (--quick)' if args.quick else ''}: {', '.join(per_step)}", per_step)
+            print(f"recorded {', '.join(per_step)} as {args.record} in {costs.TABLE}", flush=True)
     for line in projection(per_step):
         print(line)
-    if args.record:
-        if args.record == "auto":  # the GPU's model (h100, h200, a100, ...), else cpu
-            found = re.search(r"\b([A-Z]\d{2,3})\b", device_name(device)) if device.type == "cuda" else None
-            args.record = found[1].lower() if found else device.type
-        costs.record(args.record, args.record.upper() if device.type == "cuda" else "CPU",
-                     f"scripts/bench.py on {device_name(device)}, {time.strftime('%Y-%m-%d')}, {args.seeds} seeds "
-                     "stacked, batch 32" + (" (--quick)" if args.quick else ""), per_step)
-        print(f"recorded as {args.record} in {costs.TABLE}")
     if ratio_fc is not None:
         print(f"speed-up fc/mnist {args.seeds} seeds: {ratio_fc:.2f}")
 

@@ -124,6 +124,42 @@ def test_bench_paths_time_each_conv_path_beside_the_plain_loop(monkeypatch, caps
     assert len(fastest) == 1 and ("plain fp32 loop" in fastest[0] or "stacked fp32" in fastest[0])
 
 
+def test_bench_record_keeps_each_case_as_it_is_measured(monkeypatch, tmp_path):
+    """``bench.py --record``: each case's cost is written as soon as it is timed, so a bench cut by the
+    device check's time limit (as on the H200, 2026-11-28) keeps what it measured; the other entries stay."""
+    import functools
+    import importlib.util
+    import shutil
+    import yaml
+    from conftest import ROOT
+    from gatelab.launch import costs
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = tmp_path / "costs.yaml"
+    shutil.copy(costs.TABLE, table)
+    monkeypatch.setattr(bench.costs, "record", functools.partial(costs.record, path=table))
+    tiny = ["dataset=mnist", "arch=fc", "arch.dense=[8]"]
+    monkeypatch.setattr(bench, "CASES", [("fc/mnist relu", [*tiny, "regime=relu"], (1, 28, 28), 64),
+                                         ("fc/mnist dlnpf", [*tiny, "regime=dlnpf"], (1, 28, 28), 64)])
+    calls = []
+
+    def cut_at_the_second_case(*a, **k):  # the time limit, at the second case; the timing is not under test
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return 0.01
+    monkeypatch.setattr(bench, "plain_seconds_per_step", cut_at_the_second_case)
+    monkeypatch.setattr(bench, "seconds_per_step", lambda overrides, shape, seeds, *a, **k: 0.002 + 0.001 * seeds)
+    monkeypatch.setattr(sys, "argv", ["bench.py", "--quick", "--seeds", "2", "--device", "cpu", "--record", "testbox"])
+    with pytest.raises(KeyboardInterrupt):
+        bench.main()
+    entry = yaml.safe_load(table.read_text())["testbox"]
+    assert entry["label"] == "CPU" and "fc/dlnpf" not in entry and entry["source"].endswith(": fc")
+    assert entry["fc"] == pytest.approx([0.002, 0.001])  # a + S*b from the single and stacked steps
+    assert yaml.safe_load(table.read_text())["h100"] == costs.load()["h100"]
+
+
 def test_parallel_jobs_claim_different_gpus(tmp_path, monkeypatch):
     """Several jobs on one machine with 3 GPUs: each process claims a free one (lock files), a fourth
     shares GPU 0; a job that ends frees its GPU. Each subprocess stands for one joblib worker."""
@@ -277,3 +313,16 @@ def test_heap_reuse_keeps_a_big_tensors_pages_between_steps():
         assert on == str(mode == "on")
         faults[mode] = int(n)
     assert faults["off"] > 10 * 16384 * 0.9 and faults["on"] <= 16384, faults
+
+
+def test_the_device_checks_step_limits_fit_one_nine_minute_call():
+    """scripts/device_check.sh on a GPU: its steps' time limits (the default steps, Table 2 off) add up to
+    at most 9 minutes, so one call of the device tool (10 at most) leaves room for its start-up and files."""
+    import re
+    from conftest import ROOT
+    text = (ROOT / "scripts" / "device_check.sh").read_text()
+    gpu = re.search(r"^  E2=\d+; E4=\d+; LIM=\(([\d ]+)\).*TABLE2=\$\{TABLE2:-0\}$", text, re.M)
+    tests, bench, table2, table4 = map(int, gpu[1].split())
+    fixed = [int(x) for x in re.findall(r'^step "2[bc] [^"]+" (\d+) ', text, re.M)]
+    assert len(fixed) == 2 and "TABLE2=${TABLE2:-0}" in text
+    assert tests + bench + sum(fixed) + table4 <= 540, (tests, bench, fixed, table4)
