@@ -2,7 +2,9 @@
 
 At the reduced scale the untrained pathways' error meets the trained error at K/M = 0.60 (within
 2 s.e.), against the paper's ≈0.40 (Fig 7). The settings that differ from the paper's are varied
-one at a time from a base setting: M, the epochs, the number of training images and the step size;
+one at a time from a base setting: M, the epochs, the number of training images, the step size and the
+decoders' initialisation (``arch.decoder_fan``: Xavier per decoder, the paper's text, or over the
+(M, h, 10) tensor, the authors' code);
 a setting that changes several at once (M=40 with more images: the paper's direction) is listed after.
 
 The base is found from the runs: the setting from which the most others differ in exactly one of
@@ -24,7 +26,7 @@ import pandas as pd
 from gatelab.papers import report
 from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, scan, table
 
-FACTORS = ("M", "epochs", "limits", "lr")
+FACTORS = ("M", "epochs", "limits", "lr", "decoder_fan")
 FIXED = ("task", "regime", "gain", "h")
 GAP_LEVEL = 1.0  # percentage points of test error
 
@@ -110,7 +112,7 @@ def render(iso: pd.DataFrame, rows: list[dict], command: str) -> str:
                    f"{at} | {shift} | {se2} | ≈{r.paper:.2f} |")
     base = iso[iso.factor == "base"].iloc[0]
     out += ["", f"Base: M={base.M}, {base.epochs} epochs, {base.limits} train/test images, lr {base.lr:g}, "
-            f"h={base.h}, gain {base.gain:g}."]
+            f"h={base.h}, gain {base.gain:g}, decoders initialised {base.decoder_fan}."]
     runs = [report.Run(r["path"], r["status"], ("routing", "sgd", r["task"]), r["regime"], r["lr"], r["seed"], None,
                        r["epochs"], (None, None), r["finished_at"], r["commit"], r["device"], {}, None, None) for r in rows]
     out += ["", "## Provenance", *report.provenance(runs, command, [

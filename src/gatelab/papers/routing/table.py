@@ -33,6 +33,7 @@ def scan(runs_dir: Path) -> tuple[list[dict], list[str]]:
         row = {"path": str(path.parent), "status": res["status"], "seed": int(res["seed"]),
                "task": c["dataset"]["name"], "regime": c["regime"]["name"], "M": int(rt["M"]), "K": int(rt["K"]),
                "input": rt["input"], "gain": float(c["arch"].get("init_gain", 1.0)), "h": int(c["arch"]["dense"][0]),
+               "decoder_fan": str(c["arch"].get("decoder_fan") or "per_decoder"),  # runs before the setting: the paper's
                "lr": float(c["optimizer"]["lr"]), "epochs": int(c["epochs"]),
                "limits": f"{c['dataset'].get('limit_train') or 'all'}/{c['dataset'].get('limit_test') or 'all'}",
                "plateau_exit_epoch": plateau_exit(hist), "finished_at": res.get("finished_at", ""),
@@ -62,7 +63,7 @@ def _mean_se(values: list) -> tuple[float, float]:
     return m, (sd / math.sqrt(len(vals)) if len(vals) > 1 else math.nan)
 
 
-GROUP = ["task", "regime", "M", "K", "gain", "h", "lr", "epochs", "limits"]
+GROUP = ["task", "regime", "M", "K", "gain", "h", "decoder_fan", "lr", "epochs", "limits"]
 
 
 def table(rows: list[dict]) -> pd.DataFrame:
@@ -89,18 +90,23 @@ def table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(lines)
 
 
-SWEEP = ["task", "regime", "M", "epochs"]  # one K sweep: K varies, all else fixed
+SWEEP = ["task", "regime", "M", "epochs", "decoder_fan"]  # one K sweep: K varies, all else fixed
+
+
+def with_fan(df: pd.DataFrame) -> pd.DataFrame:
+    """A table written before ``decoder_fan`` was a column: its runs all had the paper's per-decoder init."""
+    return df if "decoder_fan" in df.columns else df.assign(decoder_fan="per_decoder")
 
 
 def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
-    """Per K sweep (task, regime, M, epochs; at least two K values) at gain 1: the smallest K/M with
+    """Per K sweep (task, regime, M, epochs, decoder init; at least two K values) at gain 1: the smallest K/M with
     the untrained error within 2 s.e. of the trained."""
-    out = []
-    for (task, regime, m, epochs), g in df[df.gain == 1.0].groupby(SWEEP):
+    out, df = [], with_fan(df)
+    for (task, regime, m, epochs, fan), g in df[df.gain == 1.0].groupby(SWEEP):
         if g.K.nunique() < 2:
             continue
         ok = g[g.within_2se].sort_values("K")
-        out.append({"task": task, "regime": regime, "M": m, "epochs": epochs, "K_values": len(g),
+        out.append({"task": task, "regime": regime, "M": m, "epochs": epochs, "decoder_fan": fan, "K_values": len(g),
                     "K_over_M": float(ok.K_over_M.iloc[0]) if len(ok) else math.nan,
                     "paper": PAPER_ZERO_SHOT.get(regime, math.nan)})
     return pd.DataFrame(out)
@@ -176,6 +182,7 @@ def _who(df: pd.DataFrame) -> str:
 def figures(df: pd.DataFrame, out: Path) -> None:
     """Error against K/M per task and regime (Figs 7b-c, 8, 9), with the paper's zero-shot K/M
     marked, and against the gain (Fig 10)."""
+    df = with_fan(df)
     base = df[(df.gain == 1.0) & (df.groupby(SWEEP).K.transform("nunique") > 1)]
     panels = sorted(base.groupby(SWEEP).groups)
     if panels:
@@ -190,7 +197,7 @@ def figures(df: pd.DataFrame, out: Path) -> None:
                            label=f"paper: errors meet at K/M≈{PAPER_ZERO_SHOT[key[1]]:.2f}")
             ax.set(xlabel="K/M (fraction of trained pathways)", ylabel="test error (%)", xlim=(0, 1))
             ax.set_title(f"{TASK_TITLES.get(key[0], key[0])}, {REGIME_TITLES.get(key[1], key[1])}, M={key[2]}, "
-                         f"{key[3]} epochs", fontsize=8)
+                         f"{key[3]} epochs" + ("" if key[4] == "per_decoder" else f", decoders {key[4]}"), fontsize=8)
             ax.legend(fontsize=7, loc="upper right")
         plotting.caption(fig, "003", "Figs 7b-c, 8, 9", _who(base))
         plotting.save(fig, base, out, "error_vs_K")

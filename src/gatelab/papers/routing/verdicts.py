@@ -118,11 +118,12 @@ def _how(rel: str, m_paper: int) -> str:
 def k_sweep(task: str, regime: str, m_paper: int):
     """A K sweep at gain 1 (Figs 7b-c, 8, 9): where the untrained error comes within 2 s.e. of the trained."""
     def row(root: Path) -> Row:
-        from gatelab.papers.routing.table import zero_shot_threshold
+        from gatelab.papers.routing.table import with_fan, zero_shot_threshold
         rel, scale, df = _routing(root)
         if df is None:
             return missing("routing-reduced", "`make routing-reduced` (hours on a CPU)")
-        df = df[df.n > 0]
+        df = with_fan(df[df.n > 0])
+        df = df[df.decoder_fan == "per_decoder"]  # the paper's text; the other init is an isolation factor
         z = zero_shot_threshold(df)
         z = z[(z.task == task) & (z.regime == regime) & _m_ok(z.M, m_paper)]
         if not len(z):
