@@ -182,6 +182,24 @@ def test_a_routing_step_is_priced_by_its_domains_more_than_its_pairs():
     assert costs.per_step(entry, compose([])) == (0.0, 0.5)
 
 
+def test_the_price_adds_each_epochs_evaluation_each_jobs_start_and_each_stacks_warmup():
+    """Issue #37: the plan priced optimiser steps only (a GPU's Table 2 conv row: 55 s priced, about 160 s
+    measured, of which some 25 s the process's start and 4-14 s a stack's first epoch). Now evaluation (a
+    third of a step per test example) and the entry's fixed costs are in the price; a routing run
+    evaluates two pathway sets."""
+    from gatelab.core.runs import compose
+    c = compose(["arch.dense=[128,128,128,128,128]", "dataset.limit_train=1000", "dataset.limit_test=300"])
+    assert costs.eval_share(c) == pytest.approx(0.3 / 3)
+    routing = compose(["+experiment=routing_reduced"])
+    assert costs.eval_share(routing) == pytest.approx(2 / 3 * routing.dataset.limit_test / routing.dataset.limit_train)
+    entry = {"fc": [0.0, 0.001]}
+    items = [(c, 100, (0, 0)), (c, 100, (0, 0)), (c, 50, (0, 1)), (c, 80, (1, 0)), (c, 0, (2, 0))]  # job 2: done
+    steps = 100 * 2 * 0.001 + 50 * 0.001 + 80 * 0.001
+    assert costs.price(items, {"d": entry})["d"] == pytest.approx(steps * 1.1)
+    fixed = costs.price(items, {"d": {**entry, "start": 20.0, "warmup": 5.0}})["d"]
+    assert fixed == pytest.approx(steps * 1.1 + 2 * 20.0 + 3 * 5.0)  # 2 jobs with steps left, 3 stacks
+
+
 def test_an_fc_step_is_priced_by_its_multiply_adds():
     """The FC entries were measured on Table 2's FC net (MNIST, 5 x 128): a wider net costs more in
     proportion (paper 002 Fig 5's 512..64 net: 5.4x, measured here about 10x); conv nets by their entry."""

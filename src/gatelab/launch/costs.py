@@ -82,23 +82,44 @@ def size(cfg) -> float:
     return _routing_step(float(rt.M), float(rt.K)) / _routing_step(*ROUTING_REF)
 
 
+TEST_SIZES = {"mnist": 10000, "cifar10": 10000}
+EVAL = 1 / 3  # a test example's forward against a training example's step (forward, backward, update)
+
+
+def eval_share(cfg) -> float:
+    """Evaluation's cost against the training's, per epoch: the test examples' forwards (:data:`EVAL` of
+    a training example's step each) over the training examples. Evaluation of the test set after every
+    epoch is in every run; routing runs evaluate the trained and the untrained pathways (twice)."""
+    from gatelab.launch.plan import TRAIN_SIZES
+    src = str(cfg.dataset.source)
+    n_train = cfg.dataset.get("limit_train") or TRAIN_SIZES.get(src, 0)
+    n_test = cfg.dataset.get("limit_test") or TEST_SIZES.get(src, 0)
+    if not n_train:
+        return 0.0
+    return EVAL * n_test / n_train * (2 if (cfg.dataset.get("routing") or None) else 1)
+
+
 def price(items, table: dict) -> dict[str, Optional[float]]:
     """Seconds on each device of ``table`` for ``items`` [(config, net-steps left, stack)]: the runs
-    of one stack train together (S nets with steps left: ``steps * (a + S * b)``). None where a network
-    of them has no entry for that device."""
+    of one stack train together (S nets with steps left: ``steps * (a + S * b)``), each epoch's
+    evaluation on top (:func:`eval_share`), and an entry's fixed costs: ``start`` seconds for each job
+    (a stack key ``(job, k)``: one process's imports, config and data) and ``warmup`` for each stack (its
+    first epoch's extra: allocation, cuDNN autotuning). None where a network of them has no entry for
+    that device."""
     stacks: dict = {}
     for cfg, steps, stack in items:
         if steps:
             stacks.setdefault(stack, []).append((cfg, steps))
+    jobs = {k[0] if isinstance(k, tuple) else k for k in stacks}
     out = {}
     for device, entry in table.items():
-        total = 0.0
+        total = float(entry.get("start", 0.0)) * len(jobs) + float(entry.get("warmup", 0.0)) * len(stacks)
         for runs in stacks.values():
             ab = per_step(entry, runs[0][0])
             if ab is None:
                 total = None
                 break
-            total += max(s for _, s in runs) * (ab[0] + len(runs) * ab[1])
+            total += max(s for _, s in runs) * (ab[0] + len(runs) * ab[1]) * (1 + eval_share(runs[0][0]))
         out[device] = total
     return out
 
