@@ -47,11 +47,11 @@ def routing(o: Options) -> Recipe:
         "more images; the leaky net's (Fig 9) by M, images and epochs; decoder: the decoders' init (paper's text "
         "against the authors' code), linear and leaky")
 def routing_isolation(o: Options) -> Recipe:
-    if o.scale == "decoder":  # per decoder (the text) against one (M, h, 10) Xavier tensor (the code), K/M 0.3-0.6
+    if o.scale == "decoder":  # per decoder (the text) against one (M, h, 10) Xavier tensor (the code), K/M 0.4-0.6
         recipe_runs, reports = [], []
         for regime, suffix in (("dln", ""), ("leaky", "-leaky")):
             root = f"outputs/routing-isolation-decoder{suffix}"
-            recipe_runs += [["+experiment=routing_reduced", f"regime={regime}", "dataset.routing.K=6,8,10,12",
+            recipe_runs += [["+experiment=routing_reduced", f"regime={regime}", "dataset.routing.K=8,10,12",
                              f"arch.decoder_fan={fan}", f"out_root={root}"] for fan in ("per_decoder", "stacked3d")]
             reports.append(["gatelab.papers.routing", "isolation", "--runs", root, "--out",
                             f"outputs/reports/routing-isolation-decoder{suffix}", "--command", "{command}"])
