@@ -66,12 +66,17 @@ def _mean_se(values: list) -> tuple[float, float]:
 GROUP = ["task", "regime", "M", "K", "gain", "h", "decoder_fan", "lr", "epochs", "limits"]
 
 
+def with_fan(df: pd.DataFrame) -> pd.DataFrame:
+    """A table written before ``decoder_fan`` was a column: its runs all had the paper's per-decoder init."""
+    return df if "decoder_fan" in df.columns else df.assign(decoder_fan="per_decoder")
+
+
 def table(rows: list[dict]) -> pd.DataFrame:
     """One line per (task, regime, M, K, gain, ...): completed seeds, mean ± s.e. of each metric."""
     df = pd.DataFrame(rows)
     if not len(df):
         return df
-    lines = []
+    lines, df = [], with_fan(df)
     for key, cell in df.groupby(GROUP, sort=True):
         done = cell[cell.status == "completed"].drop_duplicates("seed", keep="last")
         line = dict(zip(GROUP, key))
@@ -91,11 +96,6 @@ def table(rows: list[dict]) -> pd.DataFrame:
 
 
 SWEEP = ["task", "regime", "M", "epochs", "decoder_fan"]  # one K sweep: K varies, all else fixed
-
-
-def with_fan(df: pd.DataFrame) -> pd.DataFrame:
-    """A table written before ``decoder_fan`` was a column: its runs all had the paper's per-decoder init."""
-    return df if "decoder_fan" in df.columns else df.assign(decoder_fan="per_decoder")
 
 
 def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
