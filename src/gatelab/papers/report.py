@@ -105,23 +105,29 @@ def _pct(v):
 def epochs_to_reach(runs: Iterable[Run], within: float = 0.05) -> Optional[int]:
     """The first epoch at which the seeds' mean best-so-far test accuracy is within ``within``
     points of its final value: how long a run must be to lose nothing (at most ``within``)."""
+    best_so_far = _mean_best_so_far(runs)
+    if best_so_far is None:
+        return None
+    return int((best_so_far >= best_so_far.iloc[-1] - within).to_numpy().argmax()) + 1
+
+
+def _mean_best_so_far(runs: Iterable[Run]) -> Optional[pd.Series]:
+    """The seeds' mean best-so-far test accuracy per epoch, over the epochs every seed has; None without
+    whole curves."""
     curves = [r.test_curve for r in runs if r.test_curve and None not in r.test_curve]
     if not curves:
         return None
     n = min(len(c) for c in curves)
-    best_so_far = pd.DataFrame([pd.Series(c[:n]).cummax() for c in curves]).mean()
-    return int((best_so_far >= best_so_far.iloc[-1] - within).to_numpy().argmax()) + 1
+    return pd.DataFrame([pd.Series(c[:n]).cummax() for c in curves]).mean()
 
 
 def rise_at_end(runs: Iterable[Run], fraction: float = 0.2) -> Optional[float]:
     """Points the seeds' mean best-so-far test accuracy rose over the last ``fraction`` of the epochs (at
     least one): how much the cell was still learning when it stopped. None without whole curves."""
-    curves = [r.test_curve for r in runs if r.test_curve and None not in r.test_curve]
-    if not curves or min(len(c) for c in curves) < 2:
+    best_so_far = _mean_best_so_far(runs)
+    if best_so_far is None or len(best_so_far) < 2:
         return None
-    n = min(len(c) for c in curves)
-    best_so_far = pd.DataFrame([pd.Series(c[:n]).cummax() for c in curves]).mean()
-    back = max(1, math.ceil(fraction * n))
+    back = max(1, math.ceil(fraction * len(best_so_far)))
     return float(best_so_far.iloc[-1] - best_so_far.iloc[-1 - back])
 
 
