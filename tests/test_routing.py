@@ -373,3 +373,24 @@ def test_the_gain_figure_renders_beside_the_k_sweep_under_the_strict_check(tmp_p
                       "err_trained_se": 0.2, "err_untrained": untrained, "err_untrained_se": 0.5})
     paper.figures(pd.DataFrame(lines), tmp_path)
     assert (tmp_path / "error_vs_K.png").is_file() and (tmp_path / "error_vs_gain.png").is_file()
+
+
+def test_a_toy_rows_parameters_are_what_its_run_recorded(tmp_path):
+    """Issue #39: the toy rows' text came typed ("M=7, K=4, N_h=64, ..." on every row, where Fig 3 ran
+    N_h=128, σ0=2e-4 and Fig 5c M=10). It now comes from the parameters the run recorded in its summary."""
+    import json
+    import shutil
+    from conftest import ROOT
+    from gatelab.papers.routing import verdicts
+    from gatelab.papers.routing.toy_experiments import xor_curves
+    from gatelab.papers.routing.toy_figures import called
+    assert called(xor_curves, n_runs=4) == {"n_runs": 4, "hidden": 128, "sigma0": 2e-4, "tau": 2.5}
+    shutil.copytree(ROOT / "outputs" / "reports" / "routing-toy", tmp_path / "routing-toy")
+    path = tmp_path / "routing-toy" / "toy_summary.json"
+    s = json.loads(path.read_text())
+    s["params"]["fig3"]["hidden"] = 99
+    path.write_text(json.dumps(s))
+    assert "N_h=99" in verdicts.fig3(tmp_path).runs and "M=10" in verdicts.fig5c(tmp_path).runs
+    del s["params"]
+    path.write_text(json.dumps(s))
+    assert verdicts.fig6(tmp_path).runs.startswith("parameters not recorded")

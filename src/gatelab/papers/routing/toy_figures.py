@@ -19,6 +19,19 @@ from gatelab.papers.routing.toy_experiments import decoupled_vs_reduction, init_
 # Summary and figures
 # ----------------------------------------------------------------------------------------------
 
+SHOWN = {"M": "M", "K": "K", "hidden": "N_h", "lr": "λ", "steps": "steps", "sigma0": "σ0", "b0": "b0", "h": "h",
+         "n_runs": "nets", "tau": "τ", "Ps": "P", "Ks": "K", "sigma0s": "σ0"}
+
+
+def called(fn, **given) -> dict:
+    """The parameters a figure's function ran with (its defaults and what the call gave), for the
+    page's row text: what ran, not what is typed (the shown ones, :data:`SHOWN`)."""
+    import inspect
+    bound = inspect.signature(fn).bind_partial(**given)
+    bound.apply_defaults()
+    return {k: v for k, v in bound.arguments.items() if k in SHOWN and v is not None}
+
+
 def run_all(n_runs: int = 10, k_runs: int = 3) -> dict:
     """Everything :func:`summary` and :func:`figures` need (≈ 20 s on one CPU thread)."""
     t0 = time.time()
@@ -27,6 +40,11 @@ def run_all(n_runs: int = 10, k_runs: int = 3) -> dict:
            "random_xavier": random_vs_reduction(n_runs=n_runs, kind="xavier", sv_every=50),
            "race": pathway_race(), "k_sweep": k_sweep(n_runs=k_runs), "init": init_scale_sweep(n_runs=k_runs),
            "xor": xor_curves(n_runs=n_runs)}
+    res["params"] = {"fig3": called(xor_curves, n_runs=n_runs), "fig4": called(random_vs_reduction, n_runs=n_runs),
+                     "fig5b": {**called(pathway_race), "Ps": list(res["race"]["P"])},
+                     "fig5c": {**called(k_sweep, n_runs=k_runs), "Ks": [round(x * called(k_sweep)["M"])
+                                                                       for x in res["k_sweep"]["K_over_M"]]},
+                     "fig6": {**called(init_scale_sweep, n_runs=k_runs), "sigma0s": [float(x) for x in res["init"]["sigma0"]]}}
     res["seconds"] = time.time() - t0
     return res
 
@@ -60,6 +78,7 @@ def summary(res: Optional[dict] = None) -> dict:
         "fig6_similarity": ini["similarity"].tolist(),
         "fig3_theory_final": float(xo["theory"][-1]), "fig3_relu_final_mean": float(xo["relu"][-1].mean()),
         "fig3_gap": xo["gap"], "fig3_a0": xo["a0"],
+        "params": res.get("params", {}),
     }
 
 

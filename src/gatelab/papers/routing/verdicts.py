@@ -17,9 +17,20 @@ def _toy(root: Path):
     return json.loads(p.read_text()) if p.is_file() else None
 
 
-def _toy_row(ours: str, paper: str, agrees: bool, feature: str) -> Row:
-    return Row("paper", TOY, "the paper's parameters (M=7, K=4, N_h=64, λ=0.02, σ0=0.2)", ours, paper,
-               qualitative(agrees, feature))
+def _params(s: dict, fig: str) -> str:
+    """What a toy figure ran with, from its summary (written by the run); older summaries have none."""
+    from gatelab.papers.routing.toy_figures import SHOWN
+    p = (s.get("params") or {}).get(fig)
+    if not p:
+        return "parameters not recorded (`make routing-toy` records them)"
+
+    def fmt(v):
+        return "{" + ", ".join(fmt(x) for x in v) + "}" if isinstance(v, list) else f"{v:g}" if isinstance(v, float) else str(v)
+    return ", ".join(f"{SHOWN[k]}={fmt(v)}" for k, v in p.items())
+
+
+def _toy_row(s: dict, fig: str, ours: str, paper: str, agrees: bool, feature: str) -> Row:
+    return Row("paper", TOY, _params(s, fig), ours, paper, qualitative(agrees, feature))
 
 
 def toy(fn):
@@ -32,14 +43,14 @@ def toy(fn):
 
 @toy
 def fig3(s) -> Row:
-    return _toy_row(f"max |ReLU − GDLN| / L0 = {s['fig3_gap']:.2f} over 10 ReLU nets; both end below 1e-12",
+    return _toy_row(s, "fig3", f"max |ReLU − GDLN| / L0 = {s['fig3_gap']:.2f} over the ReLU nets; both end below 1e-12",
                     "ReLU nets follow the four-path GDLN solution (eqs 21-23)", s["fig3_gap"] < 0.25,
                     "the loss curves within 25% of L0")
 
 
 @toy
 def fig4ef(s) -> Row:
-    return _toy_row(f"random init against eqs 44-46: mean max gap {s['fig4_random_gap_mean']:.2f} L0; "
+    return _toy_row(s, "fig4", f"random init against eqs 44-46: mean max gap {s['fig4_random_gap_mean']:.2f} L0; "
                     f"σ(W2)/σ(W1) = {s['fig4f_ratio_random']:.2f} against √M = {s['sqrt_M']:.2f}",
                     "theory matches decoupled simulations exactly, random ones approximately; ratio √M",
                     s["fig4_decoupled_gap_euler"] < 1e-10 and abs(s["fig4f_ratio_random"] / s["sqrt_M"] - 1) < 0.05,
@@ -48,7 +59,7 @@ def fig4ef(s) -> Row:
 
 @toy
 def fig4gh(s) -> Row:
-    return _toy_row(f"cross-domain similarity {s['fig4_random_similarity']:.2f}; untrained-pair error "
+    return _toy_row(s, "fig4", f"cross-domain similarity {s['fig4_random_similarity']:.2f}; untrained-pair error "
                     f"{s['fig4_random_untrained_err']:.2g} (trained {s['fig4_random_trained_err']:.2g})",
                     "shared representation; perfect generalisation to untrained routes",
                     s["fig4_random_similarity"] > 0.9 and s["fig4_random_untrained_err"] < 0.01,
@@ -60,7 +71,7 @@ def fig5b(s) -> Row:
     t = {int(k): v for k, v in s["fig5b_t_half"].items()}
     ps = sorted(t)
     faster = all(t[a] > t[b] for a, b in zip(ps, ps[1:]))
-    return _toy_row("time to half way: " + ", ".join(f"P={p}: {t[p]:.1f}" for p in ps),
+    return _toy_row(s, "fig5b", "time to half way: " + ", ".join(f"P={p}: {t[p]:.1f}" for p in ps),
                     "more pathways through a layer learn it faster", faster, "t½ falls with P")
 
 
@@ -68,7 +79,7 @@ def fig5b(s) -> Row:
 def fig5c(s) -> Row:
     km, un, tr = s["fig5c_K_over_M"], s["fig5c_untrained_err"], s["fig5c_trained_err"]
     meet = next((k for k, u, t in zip(km, un, tr) if u == u and u < 0.01), math.nan)
-    return _toy_row(f"untrained error below 0.01 from K/M = {meet:.1f} (M=10)",
+    return _toy_row(s, "fig5c", f"untrained error below 0.01 from K/M = {meet:.1f}",
                     f"errors meet at K/M ≈ {PAPER_ZERO_SHOT['dln']:.2f}", abs(meet - PAPER_ZERO_SHOT["dln"]) <= MEET_WITHIN,
                     f"meets within {MEET_WITHIN} of the paper's K/M")
 
@@ -76,7 +87,7 @@ def fig5c(s) -> Row:
 @toy
 def fig6(s) -> Row:
     sig, un, sim = s["fig6_sigma0"], s["fig6_untrained_err"], s["fig6_similarity"]
-    return _toy_row(f"σ0 {sig[0]:g} → {sig[-1]:g}: untrained error {un[0]:.3g} → {un[-1]:.3g}, similarity "
+    return _toy_row(s, "fig6", f"σ0 {sig[0]:g} → {sig[-1]:g}: untrained error {un[0]:.3g} → {un[-1]:.3g}, similarity "
                     f"{sim[0]:.2f} → {sim[-1]:.2f}", "zero-shot generalisation only at small σ0 (rich regime)",
                     un[-1] > 10 * un[0] and sim[-1] < sim[0], "untrained error grows and similarity falls with σ0")
 
