@@ -82,6 +82,7 @@ def size(cfg) -> float:
     return _routing_step(float(rt.M), float(rt.K)) / _routing_step(*ROUTING_REF)
 
 
+TRAIN_SIZES = {"mnist": 60000, "cifar10": 50000}  # full training and test sets, for the cost estimate
 TEST_SIZES = {"mnist": 10000, "cifar10": 10000}
 EVAL = 1 / 3  # a test example's forward against a training example's step (forward, backward, update)
 
@@ -90,7 +91,6 @@ def eval_share(cfg) -> float:
     """Evaluation's cost against the training's, per epoch: the test examples' forwards (:data:`EVAL` of
     a training example's step each) over the training examples. Evaluation of the test set after every
     epoch is in every run; routing runs evaluate the trained and the untrained pathways (twice)."""
-    from gatelab.launch.plan import TRAIN_SIZES
     src = str(cfg.dataset.source)
     n_train = cfg.dataset.get("limit_train") or TRAIN_SIZES.get(src, 0)
     n_test = cfg.dataset.get("limit_test") or TEST_SIZES.get(src, 0)

@@ -35,7 +35,6 @@ from gatelab.training import rows
 from gatelab.training.loop import train_entries
 
 log = logging.getLogger("gatelab")
-TRAIN_SIZES = {"mnist": 60000, "cifar10": 50000}  # full training sets, for the cost estimate
 
 
 @dataclass
@@ -200,7 +199,7 @@ class RunLeft(NamedTuple):
 
 
 def steps_per_epoch(c) -> int:
-    n = c.dataset.limit_train or TRAIN_SIZES.get(str(c.dataset.source), 0)
+    n = c.dataset.limit_train or costs.TRAIN_SIZES.get(str(c.dataset.source), 0)
     if c.dataset.task == "binary" and not c.dataset.limit_train:
         n = n * 2 // max(1, c.dataset.num_classes)
     return math.ceil(n / c.optimizer.batch_size)
