@@ -394,3 +394,25 @@ def test_a_toy_rows_parameters_are_what_its_run_recorded(tmp_path):
     del s["params"]
     path.write_text(json.dumps(s))
     assert verdicts.fig6(tmp_path).runs.startswith("parameters not recorded")
+
+
+def test_the_decoder_init_study_takes_the_papers_init_as_its_base():
+    """Two settings one factor apart (the decoders' init): the base is the paper's per-decoder init,
+    whichever the scan found first; the code's stacked3d is the variant, its shift measured from it."""
+    from gatelab.papers import routing as paper
+    rows = []
+    for fan, gaps in (("stacked3d", (3.0, 0.5)), ("per_decoder", (8.0, 2.0))):
+        for k, gap in zip((8, 10), gaps):
+            for seed in range(3):
+                e = 10.0 + 0.1 * seed
+                rows.append({"path": f"{fan}{k}{seed}", "status": "completed", "seed": seed, "task": "t",
+                             "regime": "dln", "M": 20, "K": k, "input": "permute", "gain": 1.0, "h": 8,
+                             "decoder_fan": fan, "lr": 0.01, "epochs": 15, "limits": "600/100",
+                             "plateau_exit_epoch": 1, "finished_at": "", "commit": None, "device": "cpu",
+                             "err_trained": e, "err_untrained": e + gap, "loss_trained": 0.4, "loss_untrained": 0.5,
+                             "train_err_trained": e, "train_err_untrained": e})
+    iso = paper.isolation(paper.table(rows)).set_index("factor")
+    assert list(iso.index) == ["base", "decoder_fan"] and iso.loc["base", "decoder_fan"] == "per_decoder"
+    assert iso.loc["decoder_fan", "value"] == "stacked3d"
+    want = paper.gap_crossing([0.4, 0.5], [3.0, 0.5])[0] - paper.gap_crossing([0.4, 0.5], [8.0, 2.0])[0]
+    assert iso.loc["decoder_fan", "shift"] == pytest.approx(want) and want < 0

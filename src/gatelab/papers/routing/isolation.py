@@ -70,7 +70,8 @@ def isolation(df: pd.DataFrame) -> pd.DataFrame:
     if not len(settings):
         return pd.DataFrame()
     one_off = [sum(len(_differ(s, t) or ()) == 1 for _, t in settings.iterrows()) for _, s in settings.iterrows()]
-    base = settings.iloc[max(range(len(settings)), key=lambda i: (one_off[i], -i))]
+    # ties (two settings, one factor apart) go to the paper's decoder init, then to the first found
+    base = settings.iloc[max(range(len(settings)), key=lambda i: (one_off[i], settings.decoder_fan.iloc[i] == "per_decoder", -i))]
     lines = []
     for _, s in settings.iterrows():
         diff = _differ(s, base)
