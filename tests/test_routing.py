@@ -411,7 +411,8 @@ def test_the_decoder_init_study_takes_the_papers_init_as_its_base():
                              "plateau_exit_epoch": 1, "finished_at": "", "commit": None, "device": "cpu",
                              "err_trained": e, "err_untrained": e + gap, "loss_trained": 0.4, "loss_untrained": 0.5,
                              "train_err_trained": e, "train_err_untrained": e})
-    iso = paper.isolation(paper.table(rows)).set_index("factor")
+    table = paper.table(rows)
+    iso = paper.isolation(table.iloc[::-1].reset_index(drop=True)).set_index("factor")  # stacked3d found first
     assert list(iso.index) == ["base", "decoder_fan"] and iso.loc["base", "decoder_fan"] == "per_decoder"
     assert iso.loc["decoder_fan", "value"] == "stacked3d"
     want = paper.gap_crossing([0.4, 0.5], [3.0, 0.5])[0] - paper.gap_crossing([0.4, 0.5], [8.0, 2.0])[0]
