@@ -102,16 +102,22 @@ def _m_ok(m, m_paper: int):
     return m == 100 if m_paper == 100 else m < 100
 
 
-ISOLATION = {"dln": "routing-isolation", "leaky": "routing-isolation-leaky"}
+ISOLATION = {"dln": ("routing-isolation", "routing-isolation-decoder"),
+             "leaky": ("routing-isolation-leaky", "routing-isolation-decoder-leaky")}
 
 
 def isolation_note(root: Path, regime: str) -> str:
-    """What the isolation runs of ``regime`` found: the base's gap-1 crossing and each setting's shift, the
-    largest move first (from its isolation.csv); empty without one."""
-    rel = ISOLATION.get(regime)
-    df = csv(root, f"{rel}/isolation.csv") if rel else None
+    """What the isolation studies of ``regime`` found (M, images, epochs, step size; then the decoders'
+    init): each one's base gap-1 crossing and each setting's shift, the largest move first (from its
+    isolation.csv); a study not run is named with its Make target."""
+    return "; ".join(_study(root, rel) for rel in ISOLATION.get(regime, ()))
+
+
+def _study(root: Path, rel: str) -> str:
+    df = csv(root, f"{rel}/isolation.csv")
     if df is None or not (df.factor == "base").any():
-        return f"`{rel}` says what moves the threshold" if rel else ""
+        target = "routing-isolation-decoder" if "decoder" in rel else rel
+        return f"`{rel}`: not run (`make {target}`)"
     base = df[df.factor == "base"].iloc[0]
     moves = df[(df.factor != "base") & df.k_over_m_at_gap.notna()].sort_values("shift")
     words = "; ".join(f"{r.factor} {r.base_value} → {r.value}: {r.shift:+.2f}" for r in moves.itertuples())
