@@ -104,7 +104,7 @@ def table2_conv(root: Path) -> Row:
     ours = (f"GCONV Adam ReLU {relu[0]['mean']:.2f} against {relu[0]['paper_mean']:.2f}" if relu else _worst(got))
     found = conv_claims(df) if scale == "reduced" else []
     if found:  # a reduced scale: the claims of §6, not the numbers (seed 001 §6, docs/reproducing.md)
-        words = {w for _, w, _ in found} - {"still learning"}  # a row still learning is judged by none
+        words = {w for _, w, _ in found} - {"still learning", "no result"}  # such rows are judged by none
         word = ("not comparable" if not words else "no evidence" if "no evidence" in words
                 else "differs" if "differs" in words else "agrees")
         verdict = ("not comparable: every row still learning" if word == "not comparable" else f"qualitative: {word}") + \
