@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("recipe", nargs="?", help="one of: python -m gatelab recipes")
     rp.add_argument("--scale", default=None, help="one of the recipe's scales (default: its first)")
     rp.add_argument("--dry-run", action="store_true", help="print the jobs in waves and their cost; train nothing")
-    rp.add_argument("--jobs", type=_positive, default=1, help="jobs at once on this machine (one CPU thread each)")
+    rp.add_argument("--jobs", type=_positive, default=1, help="jobs at once on this machine (one CPU thread each when several; one job alone takes every core)")
     rp.add_argument("--slurm", action="store_true", help="submit each run set to SLURM (hydra/launcher=cluster)")
     rp.add_argument("--report-only", action="store_true", help="render the report from the runs on disk")
     rp.add_argument("--epochs", type=int, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
