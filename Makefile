@@ -39,7 +39,7 @@ help:
 	@echo "make dgn-figure5         paper 002 Fig 5: ReLU against GaLU on MNIST, random labels and pixels"
 	@echo "make dgn-figure5-reduced the same on this CPU's scale (5000/2000 images, 40 epochs)"
 	@echo "make exp6                paper 002 experiment 6: train only the gates of a CIFAR-10 conv net"
-	@echo "make exp6-reduced        the same on this CPU's scale (10000/2000 images, 5 epochs)"
+	@echo "make exp6-reduced        the same on this CPU's scale (10000/2000 images, 5 epochs, 3 seeds)"
 	@echo "make races               paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
 	@echo "make races-quick         the same at reduced scale (3 seeds, N=4000 one seed)"
 	@echo "make races-appendix      paper 004 Figs 6-7: the gradient ratio at init, the stable cells against N (no training)"
