@@ -154,11 +154,19 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     assert "make routing-reduced" in text and (tmp_path / "out" / "error_vs_K.png").is_file()
     (tmp_path / "out" / "error_vs_K.png").unlink()  # redrawn from routing.csv alone
     assert paper.replot(tmp_path / "out") == ["error_vs_K"] and (tmp_path / "out" / "error_vs_K.png").is_file()
-    # the zero-shot threshold: the smallest K/M whose gap is within 2 s.e.
-    # a lone K at another length (60 epochs) is not a sweep: no threshold of its own
-    fake = pd.DataFrame({"task": "t", "regime": "dln", "M": 10, "K": [2, 4, 6, 2], "K_over_M": [.2, .4, .6, .2],
-                         "gain": 1.0, "epochs": [15, 15, 15, 60], "within_2se": [False, True, True, True]})
-    assert paper.zero_shot_threshold(fake).K_over_M.tolist() == [0.4]
+    # the zero-shot threshold: where the gap falls to 1 point, log-linear between the bracketing K (4 → 0.5
+    # points at K/M 0.4 → 0.5: 0.4 + ln 4 / ln 8 × 0.1); a lone K at another length (60 epochs) is not a sweep
+    fake = pd.DataFrame({"task": "t", "regime": "dln", "M": 10, "K": [3, 4, 5, 3], "K_over_M": [.3, .4, .5, .3],
+                         "gain": 1.0, "epochs": [15, 15, 15, 60], "gap": [9.0, 4.0, 0.5, 0.2], "n": 3,
+                         "err_trained": 10.0, "err_trained_se": 0.1, "err_untrained_se": 0.1, "learned": True})
+    z = paper.zero_shot_threshold(fake)
+    assert z.K_over_M.tolist() == [pytest.approx(0.4 + math.log(4) / math.log(8) * 0.1)] and z.seeds.item() == 3
+    # 3 seeds: a t with 2 degrees of freedom leaves the upper end open (0.5 points ± 0.14 may be above 1)
+    assert z.lo.item() < z.K_over_M.item() and math.isinf(z.hi.item()) and z.verdict.item() == "no evidence"
+    more = paper.zero_shot_threshold(fake.assign(n=10, err_trained_se=0.05, err_untrained_se=0.05))
+    assert more.K_over_M.item() == z.K_over_M.item()  # more seeds narrow the interval, not move the point
+    assert z.lo.item() < more.lo.item() < more.K_over_M.item() < more.hi.item() < 0.5
+    assert more.verdict.item() == "differs"  # the paper's 0.40 lies below the lower end less 0.05
 
 
 def test_a_report_keeps_the_lines_whose_runs_are_gone_only_when_asked(tiny_root, tmp_path):
@@ -316,7 +324,7 @@ def test_a_net_still_on_its_plateau_does_not_count_as_generalising():
     assert not stuck.learned and not stuck.within_2se  # equal errors at chance: nothing learned
     assert good.learned and good.within_2se
     assert math.isnan(stuck.plateau_exit_epoch) and good.plateau_exit_epoch == 1
-    assert math.isnan(paper.zero_shot_threshold(df).K_over_M.item())
+    assert math.isnan(paper.zero_shot_threshold(df).K_over_M.item())  # the plateau's cells give no threshold
 
 
 def test_gap_crossing_is_log_linear_between_the_bracketing_k():

@@ -8,12 +8,10 @@ decoders' initialisation (``arch.decoder_fan``: Xavier per decoder, the paper's 
 a setting that changes several at once (M=40 with more images: the paper's direction) is listed after.
 
 The base is found from the runs: the setting from which the most others differ in exactly one of
-:data:`FACTORS`. Each setting's threshold is read two ways from its K sweep (gain 1):
-
-* K/M at which the gap (untrained − trained test error) falls to :data:`GAP_LEVEL` points,
-  interpolated with log(gap) linear in K/M between the two K values that bracket it (extrapolated,
-  and marked so, when none do): a continuous measure that small sweeps can move;
-* the smallest K/M run whose gap is within 2 s.e. (the report's criterion).
+:data:`FACTORS`. Each setting's threshold is read from its K sweep (gain 1) by the one rule of
+:mod:`gatelab.papers.thresholds`: the K/M at which the gap (untrained − trained test error) falls to
+:data:`GAP_LEVEL` point, interpolated with log(gap) linear in K/M between the two K values that bracket
+it (extrapolated, and marked so, when none do), with its interval over seeds.
 """
 from __future__ import annotations
 
@@ -23,29 +21,13 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import report
+from gatelab.papers import report, thresholds
+from gatelab.papers.thresholds import crossing as gap_crossing  # noqa: F401 (the rule's point estimate)
 from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, scan, table
 
 FACTORS = ("M", "epochs", "limits", "lr", "decoder_fan")
 FIXED = ("task", "regime", "gain", "h")
-GAP_LEVEL = 1.0  # percentage points of test error
-
-
-def gap_crossing(k_over_m: list[float], gaps: list[float], level: float = GAP_LEVEL) -> tuple[float, bool]:
-    """(K/M where the gap falls to ``level``, extrapolated?) from points sorted by K/M; log(gap) is
-    taken linear in K/M between neighbours. NaN with fewer than two points."""
-    pts = sorted(zip(k_over_m, gaps))
-    if len(pts) < 2:
-        return math.nan, False
-    if pts[0][1] <= level:
-        return pts[0][0], True  # at or below the smallest K/M run
-    logs = [(r, math.log(max(g, 1e-3))) for r, g in pts]
-    pair = next(((a, b) for a, b in zip(logs, logs[1:]) if a[1] > math.log(level) >= b[1]), None)
-    extrapolated = pair is None
-    (r1, l1), (r2, l2) = pair or logs[-2:]
-    if l1 == l2:
-        return math.nan, True
-    return r1 + (l1 - math.log(level)) / (l1 - l2) * (r2 - r1), extrapolated
+GAP_LEVEL = thresholds.LEVEL  # percentage points of test error
 
 
 def _settings(df: pd.DataFrame) -> pd.DataFrame:
@@ -78,15 +60,17 @@ def isolation(df: pd.DataFrame) -> pd.DataFrame:
         if diff is None:
             continue
         g = df[(df[list(FIXED + FACTORS)] == s[list(FIXED + FACTORS)]).all(axis=1)].sort_values("K_over_M")
-        crossing, extrapolated = gap_crossing(list(g.K_over_M), list(g.gap))
-        ok = g[g.within_2se]
+        t = thresholds.of_cells(g)
+        crossing, extrapolated = (t.point, t.extrapolated) if t else (math.nan, False)
         line = {"factor": " + ".join(diff) or "base", "value": _values(s, diff), "base_value": _values(base, diff),
                 **{f: s[f] for f in FIXED + FACTORS},
                 "points": "; ".join(f"{r.K_over_M:.2f}: {r.gap:.2f} ± {math.hypot(r.err_untrained_se, r.err_trained_se):.2f}"
                                     for r in g.itertuples()),
                 "n": report.joined(g.n), "err_trained": g.err_trained.mean(),
                 "k_over_m_at_gap": crossing, "extrapolated": extrapolated,
-                "k_over_m_2se": float(ok.K_over_M.min()) if len(ok) else math.nan,
+                "k_over_m_lo": t.lo if t else math.nan, "k_over_m_hi": t.hi if t else math.nan,
+                "interval": t.interval() if t else "no interval",
+                "verdict": t.verdict(PAPER_ZERO_SHOT.get(s.regime, math.nan)) if t else "no result",
                 "max_k_over_m": float(g.K_over_M.max()), "paper": PAPER_ZERO_SHOT.get(s.regime, math.nan)}
         lines.append(line)
     out = pd.DataFrame(lines)
@@ -100,17 +84,17 @@ def render(iso: pd.DataFrame, rows: list[dict], command: str) -> str:
     out = [f"# Routing networks (paper 003): what moves the {nets} net's zero-shot threshold", "",
            "Gap = untrained − trained test error (points, mean ± s.e. over seeds) at each K/M run; the threshold "
            f"as K/M where the gap falls to {GAP_LEVEL:g} point (log-linear between the bracketing K; * extrapolated) "
-           "and as the smallest K/M run within 2 s.e. One setting changed at a time from the base (first line), "
+           f"and its {thresholds.CONFIDENCE:.0%} interval over seeds (the rule of `gatelab.papers.thresholds`). "
+           "One setting changed at a time from the base (first line), "
            "then any that change several; shift: the change of the first measure from the base's.", "",
            "| factor | base → variant | task | regime | n | err trained | gap at K/M | K/M at gap 1 | shift | "
-           "within 2 s.e. from | paper |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "interval | paper | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in iso.itertuples():
         change = "—" if r.factor == "base" else f"{r.base_value} → {r.value}"
         at = "—" if math.isnan(r.k_over_m_at_gap) else f"{r.k_over_m_at_gap:.2f}{'*' if r.extrapolated else ''}"
-        se2 = f"> {r.max_k_over_m:.2f}" if math.isnan(r.k_over_m_2se) else f"{r.k_over_m_2se:.2f}"
         shift = "" if r.factor == "base" or math.isnan(r.shift) else f"{r.shift:+.2f}"
         out.append(f"| {r.factor} | {change} | {r.task} | {r.regime} | {r.n} | {r.err_trained:.2f} | {r.points} | "
-                   f"{at} | {shift} | {se2} | ≈{r.paper:.2f} |")
+                   f"{at} | {shift} | {r.interval} | ≈{r.paper:.2f} | {r.verdict} |")
     base = iso[iso.factor == "base"].iloc[0]
     out += ["", f"Base: M={base.M}, {base.epochs} epochs, {base.limits} train/test images, lr {base.lr:g}, "
             f"h={base.h}, gain {base.gain:g}, decoders initialised {base.decoder_fan}."]

@@ -7,7 +7,8 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import plotting, report
+from gatelab.core.results import git_commit
+from gatelab.papers import plotting, report, thresholds
 from gatelab.papers.plotting import plt
 from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
@@ -99,16 +100,20 @@ SWEEP = ["task", "regime", "M", "epochs", "decoder_fan"]  # one K sweep: K varie
 
 
 def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
-    """Per K sweep (task, regime, M, epochs, decoder init; at least two K values) at gain 1: the smallest K/M with
-    the untrained error within 2 s.e. of the trained."""
+    """Per K sweep (task, regime, M, epochs, decoder init; at least two learned K values) at gain 1: the
+    K/M where the gap falls to 1 point and its interval over seeds, by the one rule of
+    :mod:`gatelab.papers.thresholds`; ``verdict`` against the paper's K/M."""
     out, df = [], with_fan(df)
     for (task, regime, m, epochs, fan), g in df[df.gain == 1.0].groupby(SWEEP):
         if g.K.nunique() < 2:
             continue
-        ok = g[g.within_2se].sort_values("K")
+        t = thresholds.of_cells(g.sort_values("K"))
+        paper = PAPER_ZERO_SHOT.get(regime, math.nan)
         out.append({"task": task, "regime": regime, "M": m, "epochs": epochs, "decoder_fan": fan, "K_values": len(g),
-                    "K_over_M": float(ok.K_over_M.iloc[0]) if len(ok) else math.nan,
-                    "paper": PAPER_ZERO_SHOT.get(regime, math.nan)})
+                    "K_over_M": t.point if t else math.nan, "extrapolated": bool(t and t.extrapolated),
+                    "lo": t.lo if t else math.nan, "hi": t.hi if t else math.nan,
+                    "interval": t.interval() if t else "no interval", "seeds": int(g.n.min()),
+                    "paper": paper, "verdict": t.verdict(paper) if t and paper == paper else "no result"})
     return pd.DataFrame(out)
 
 
@@ -137,11 +142,17 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
                    f"{_pm(r.loss_untrained, r.loss_untrained_se)} | {_pm(r.plateau_exit_epoch, None)} |")
     z = zero_shot_threshold(df)
     if len(z):
-        out += ["", "Smallest K/M at which the untrained error is within 2 s.e. of the trained error (gain 1):", "",
-                "| task | regime | M | epochs | K values run | ours | paper |", "|---|---|---|---|---|---|---|"]
+        out += ["", f"Zero-shot threshold (gain 1; the rule of `gatelab.papers.thresholds`, docs/reproducing.md): the "
+                f"K/M at which the gap falls to {thresholds.LEVEL:g} point, log-linear between the bracketing K of the "
+                f"learned cells (* extrapolated), with its {thresholds.CONFIDENCE:.0%} interval over seeds; agrees when "
+                f"the paper's value lies in the interval ± {thresholds.READ_WITHIN:g} and the interval is no wider than "
+                f"{thresholds.DECIDES_WITHIN:g}, differs when outside, else no evidence:", "",
+                "| task | regime | M | epochs | decoders | K values run | seeds | K/M at gap 1 | interval | paper | verdict |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, r in z.iterrows():
-            ours = "not reached" if math.isnan(r.K_over_M) else f"{r.K_over_M:.2f}"
-            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K_values} | {ours} | ≈{r.paper:.2f} |")
+            ours = "—" if math.isnan(r.K_over_M) else f"{r.K_over_M:.2f}{'*' if r.extrapolated else ''}"
+            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.decoder_fan} | {r.K_values} | {r.seeds} | "
+                       f"{ours} | {r.interval} | ≈{r.paper:.2f} | {r.verdict} |")
     gains = df[df.gain != 1.0]
     if len(gains):
         out += ["", "Gain sweep (Fig 10): untrained − trained error per initialisation gain (\"not learned\": "
@@ -154,9 +165,12 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
                        f"{_pm(r.err_untrained, r.err_untrained_se)} | {r.gap:.2f}{'' if r.learned else ' (not learned)'} |")
     runs = [report.Run(r["path"], r["status"], ("routing", "sgd", r["task"]), r["regime"], r["lr"], r["seed"], None,
                        r["epochs"], (None, None), r["finished_at"], r["commit"], r["device"], {}, None, None) for r in rows]
-    out += ["", "## Provenance", *report.provenance(runs, command, [
+    out += ["", "## Provenance", *(report.provenance(runs, command, [
         f"epochs {report.joined(df.epochs)}, lr {report.joined(df.lr)}, h {report.joined(df.h)}, "
-        f"examples train/test {report.joined(df.limits)}"])]
+        f"examples train/test {report.joined(df.limits)}"]) if rows else [
+        f"- command: `{command}`" if command else "- command: (not given)",
+        f"- re-rendered by today's rules from the previous routing.csv alone (no runs below the runs directory), "
+        f"code commit {git_commit() or '?'}"])]
     excluded = [(f"{r.task}/{r.regime}/K={r.K}/gain={r.gain:g}", r.excluded) for _, r in every.iterrows() if r.excluded]
     out += report.not_counted(excluded, bad)
     return "\n".join(out) + "\n"
@@ -257,7 +271,7 @@ def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[st
     csv, md = Path(out) / "routing.csv", Path(out) / "routing.md"
     if not csv.is_file():
         return pd.DataFrame(), []
-    old = pd.read_csv(csv)
+    old = with_fan(pd.read_csv(csv))  # a render before the decoder init was a column
     old["limits"] = old["limits"].astype(str)
     old["excluded"] = old["excluded"].astype(object).where(old["excluded"].notna(), "").astype(str)
     if len(new):
@@ -269,11 +283,12 @@ def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[st
 def write_table(runs_dir: Path, out: Path, command: str = "", keep: bool = False) -> pd.DataFrame:
     """routing.{md,csv} and the figures from the runs below ``runs_dir``; with ``keep``, the lines of the
     previous render whose runs are not here stay, with the provenance of the renders they came from
-    (rendering the same runs twice gives the same bytes)."""
+    (rendering the same runs twice gives the same bytes; with no runs at all, the previous lines are
+    rendered again: a report whose runs were made elsewhere gets today's rules)."""
     rows, bad = scan(runs_dir)
-    if not rows:
+    if not rows and not (keep and (Path(out) / "routing.csv").is_file()):
         raise SystemExit(f"no routing runs (arch=routing) below {runs_dir}")
-    df = table(rows)
+    df = table(rows)  # none, with keep: the previous render's lines alone, re-rendered by today's rules
     old, prov = kept_rows(out, df) if keep else (pd.DataFrame(), [])
     md = render(pd.concat([df, old], ignore_index=True) if len(old) else df, rows, bad, command)
     if len(old):

@@ -1,0 +1,145 @@
+"""The rule for a threshold read off a sweep (issue #39; ``docs/reproducing.md``): paper 003's zero-shot
+K/M (Figs 7-9; its toy Fig 5c) and any other "where does the curve reach X" claim.
+
+The threshold is where an effect size fixed in advance is reached: the K/M at which the gap (untrained −
+trained test error) falls to :data:`LEVEL` point, with log(gap) linear in the swept value between the two
+runs that bracket it (:func:`crossing`). It is read from the seeds' means, so more seeds do not move it
+on average; its uncertainty is an interval over seeds: a parametric bootstrap that redraws each point's
+mean gap from a Student t with n−1 degrees of freedom scaled by its standard error (the committed reports
+hold each point's mean and s.e. over seeds; resampling 3 seeds has 10 distinct draws and no width when
+they coincide). More seeds narrow the interval through the s.e. and the t's tails. A draw whose gap never
+falls to the level within the sweep lies beyond it: the interval's upper end is then open (``> max``).
+The verdict (:meth:`Threshold.verdict`): **agrees** when the paper's value lies in the interval widened by
+:data:`READ_WITHIN` (the precision to which a threshold is read off the paper's figure) and the interval
+is no wider than :data:`DECIDES_WITHIN`; **differs** when it lies outside, however wide; otherwise
+**no evidence**: an interval that wide would hold almost any value, so it cannot agree (a test that
+cannot fail).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+LEVEL = 1.0  # percentage points of test error: the effect size, fixed in advance
+READ_WITHIN = 0.05  # K/M: the paper's "≈0.40" is read off a figure whose K grid steps by 0.1 (M=20, 40)
+DECIDES_WITHIN = 0.2  # K/M: a wider interval (two K steps of M=20) cannot tell the paper's value from others
+DRAWS = 4000
+CONFIDENCE = 0.95
+
+
+def crossing(xs: Sequence[float], gaps: Sequence[float], level: float = LEVEL) -> tuple[float, bool]:
+    """(x where the gap falls to ``level``, extrapolated?) from points sorted by x; log(gap) is taken
+    linear in x between neighbours; past the last pair, extrapolated from it. NaN with fewer than two
+    points; the first x (extrapolated) when the gap is already at or below ``level`` there."""
+    pts = sorted(zip(xs, gaps))
+    if len(pts) < 2:
+        return math.nan, False
+    if pts[0][1] <= level:
+        return pts[0][0], True  # at or below the smallest x run
+    logs = [(r, math.log(max(g, 1e-3))) for r, g in pts]
+    pair = next(((a, b) for a, b in zip(logs, logs[1:]) if a[1] > math.log(level) >= b[1]), None)
+    extrapolated = pair is None
+    (r1, l1), (r2, l2) = pair or logs[-2:]
+    if l1 == l2:
+        return math.nan, True
+    return r1 + (l1 - math.log(level)) / (l1 - l2) * (r2 - r1), extrapolated
+
+
+def _bracketed(xs: np.ndarray, gaps: np.ndarray, level: float) -> float:
+    """One draw's crossing inside the sweep: the first x at or below ``level`` when the first point is,
+    +inf when no point falls to it (beyond the sweep), else log-linear between the bracketing points."""
+    below = np.nonzero(gaps <= level)[0]
+    if not len(below):
+        return math.inf
+    i = below[0]
+    if i == 0:
+        return float(xs[0])
+    l1, l2 = math.log(max(gaps[i - 1], 1e-3)), math.log(max(gaps[i], 1e-3))
+    return float(xs[i - 1] + (l1 - math.log(level)) / (l1 - l2) * (xs[i] - xs[i - 1]))
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A sweep's threshold: ``point`` (from the means; NaN: fewer than two points), whether it was
+    extrapolated past the sweep, and the ``CONFIDENCE`` interval [lo, hi] over seeds (``hi`` inf: more
+    than the tail share of draws never reach the level within the sweep; ``lo`` equal to the first x:
+    the level reached at or before the first point run)."""
+    point: float
+    extrapolated: bool
+    lo: float
+    hi: float
+    x_min: float
+    x_max: float
+    seeds: int
+
+    def holds(self, paper: float, within: float = READ_WITHIN) -> bool:
+        """The paper's value inside the interval widened by ``within`` (an open end is open)."""
+        if math.isnan(self.lo):
+            return False
+        lo = -math.inf if self.lo <= self.x_min else self.lo
+        return lo - within <= paper <= self.hi + within
+
+    def width(self) -> float:
+        """hi − lo; inf for an open upper end, and for an open lower end (the level reached at or before
+        the first point: the interval reaches below the sweep)."""
+        return math.inf if self.lo <= self.x_min or math.isinf(self.hi) else self.hi - self.lo
+
+    def verdict(self, paper: float) -> str:
+        """``agrees``, ``differs`` or ``no evidence`` (see the module's rule)."""
+        if not self.holds(paper):
+            return "differs"
+        return "agrees" if self.width() <= DECIDES_WITHIN else "no evidence"
+
+    def interval(self) -> str:
+        if math.isnan(self.lo):
+            return "no interval"
+        if math.isinf(self.lo):
+            return f"[> {self.x_max:.2f}]"  # nearly every draw: beyond the sweep
+        lo = f"≤ {self.x_min:.2f}" if self.lo <= self.x_min else f"{self.lo:.2f}"
+        hi = f"> {self.x_max:.2f}" if math.isinf(self.hi) else f"{self.hi:.2f}"
+        return f"[{lo}, {hi}]"
+
+    def words(self, what: str = "K/M") -> str:
+        """``gap 1 point at K/M 0.44 (95% interval [0.41, 0.49], 3 seeds)``."""
+        if math.isnan(self.point):
+            return "no threshold (fewer than two points)"
+        at = f"{self.point:.2f}" + (" (extrapolated)" if self.extrapolated else "")
+        return (f"gap {LEVEL:g} point at {what} {at} ({CONFIDENCE:.0%} interval {self.interval()}, "
+                f"{self.seeds} seed{'s' if self.seeds != 1 else ''})")
+
+
+def threshold(xs: Sequence[float], gaps: Sequence[float], ses: Sequence[float], n: Sequence[int],
+              level: float = LEVEL, draws: int = DRAWS, seed: int = 0) -> Threshold:
+    """The rule applied to a sweep: points ``xs`` with mean gap ± s.e. over ``n`` seeds each."""
+    order = np.argsort(np.asarray(xs, dtype=float))
+    x = np.asarray(xs, dtype=float)[order]
+    g = np.asarray(gaps, dtype=float)[order]
+    se = np.nan_to_num(np.asarray(ses, dtype=float)[order], nan=0.0)
+    nn = np.asarray(n, dtype=int)[order]
+    point, extrapolated = crossing(list(x), list(g), level)
+    seeds = int(nn.min()) if len(nn) else 0
+    if len(x) < 2:
+        return Threshold(point, extrapolated, math.nan, math.nan, math.nan, math.nan, seeds)
+    rng = np.random.default_rng(seed)
+    df = np.maximum(nn - 1, 1)
+    t = rng.standard_t(df, size=(draws, len(x)))  # one t per point: each point's seeds are other nets
+    sample = g + t * se
+    cross = np.array([_bracketed(x, row, level) for row in sample])
+    tail = (1 - CONFIDENCE) / 2
+    # order statistics, not interpolation: inf (beyond the sweep) sorts last and opens the upper end
+    lo, hi = np.quantile(cross, tail, method="lower"), np.quantile(cross, 1 - tail, method="higher")
+    return Threshold(point, extrapolated, float(lo), float(hi), float(x[0]), float(x[-1]), seeds)
+
+
+def of_cells(cells, level: float = LEVEL, seed: int = 0) -> Optional[Threshold]:
+    """The rule on the cells of one routing K sweep (a frame with K_over_M, gap, the errors' s.e. and
+    n; only cells whose trained error left the plateau, ``learned``): the gap's s.e. is taken as
+    √(s.e.² trained + s.e.² untrained), as the report's per-cell marks take it. None: under two cells."""
+    c = cells[cells.learned & cells.gap.notna()] if "learned" in cells else cells[cells.gap.notna()]
+    if len(c) < 2:
+        return None
+    se = np.hypot(c.err_trained_se.fillna(0).to_numpy(float), c.err_untrained_se.fillna(0).to_numpy(float))
+    return threshold(list(c.K_over_M), list(c.gap), list(se), list(c.n), level, seed=seed)

@@ -1,0 +1,65 @@
+"""The rule for a threshold read off a sweep (issue #39, ``gatelab.papers.thresholds``): the point comes
+from the means and does not move with more seeds, the interval narrows with them and covers the true
+threshold, and the verdict rejects its controls (a sweep whose gap never closes; too few seeds)."""
+import math
+
+import numpy as np
+import pytest
+
+from gatelab.papers import thresholds as th
+
+KM = [0.3, 0.4, 0.5, 0.6]
+
+
+def true_gap(km):
+    """A gap falling tenfold per 0.1 of K/M through 1 point at K/M 0.45."""
+    return 10 ** (-(np.asarray(km) - 0.45) / 0.1)
+
+
+def seeds_sweep(rng, n, noise=0.4):
+    """Per point: the mean and s.e. of ``n`` seeds' gaps, each the true gap plus N(0, noise²)."""
+    draws = true_gap(KM)[None, :] + rng.normal(0, noise, size=(n, len(KM)))
+    return draws.mean(0), draws.std(0, ddof=1) / math.sqrt(n)
+
+
+def test_the_point_is_the_log_linear_crossing_of_the_means_and_the_se_only_widens_the_interval():
+    g = list(true_gap(KM))
+    narrow = th.threshold(KM, g, [0.05] * 4, [10] * 4)
+    wide = th.threshold(KM, g, [0.3] * 4, [10] * 4)
+    assert narrow.point == wide.point == pytest.approx(0.45) and not narrow.extrapolated
+    assert wide.lo < narrow.lo < 0.45 < narrow.hi < wide.hi
+    assert narrow.verdict(0.45) == "agrees" and narrow.verdict(0.33) == "differs"  # 0.33 < lo − 0.05
+
+
+def test_more_seeds_narrow_the_interval_and_it_covers_the_true_threshold():
+    rng = np.random.default_rng(0)
+    widths, covered = {3: [], 12: []}, 0
+    for rep in range(60):
+        for n in (3, 12):
+            mean, se = seeds_sweep(rng, n)
+            t = th.threshold(KM, list(mean), list(se), [n] * 4, draws=800, seed=rep)
+            widths[n].append(min(t.hi, 0.8) - max(t.lo, 0.2))
+            if n == 12:
+                covered += t.lo <= 0.45 <= t.hi
+    assert np.median(widths[12]) < 0.6 * np.median(widths[3])
+    assert covered >= 0.85 * 60  # a 95% interval; 60 sweeps: at least 51
+
+
+def test_a_sweep_whose_gap_never_closes_is_rejected_not_extrapolated_into_agreement():
+    """The control: untrained pairs that never generalise (a gap of 20-30 points at every K); the point
+    extrapolates, but every draw lies beyond the sweep, so the paper's 0.40 is outside."""
+    t = th.threshold(KM, [30.0, 27.0, 24.0, 21.0], [0.5] * 4, [3] * 4)
+    assert t.extrapolated and math.isinf(t.lo) and math.isinf(t.hi)
+    assert t.verdict(0.40) == "differs" and t.interval() == "[> 0.60]"
+
+
+def test_an_interval_too_wide_to_decide_is_no_evidence_not_agreement():
+    """Three noisy seeds: the paper's value lies inside the interval, and so would almost any other."""
+    t = th.threshold(KM, list(true_gap(KM)), [3.0, 2.0, 0.8, 0.4], [3] * 4)
+    assert t.holds(0.45) and t.width() > th.DECIDES_WITHIN and t.verdict(0.45) == "no evidence"
+
+
+def test_a_gap_already_below_the_level_at_the_first_point_leaves_the_lower_end_open():
+    t = th.threshold(KM, [0.5, 0.3, 0.2, 0.1], [0.05] * 4, [5] * 4)
+    assert t.point == 0.3 and t.extrapolated and t.interval().startswith("[≤ 0.30")
+    assert t.holds(0.1) and t.verdict(0.1) == "no evidence"  # below the sweep: nothing measured there
