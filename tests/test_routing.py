@@ -337,7 +337,7 @@ def test_gap_crossing_is_log_linear_between_the_bracketing_k():
     assert math.isnan(paper.gap_crossing([0.4], [3.0])[0])
 
 
-def test_isolation_finds_the_base_and_changes_one_factor_at_a_time():
+def test_isolation_finds_the_base_and_changes_one_factor_at_a_time(tmp_path):
     from gatelab.papers import routing as paper
     settings = {"base": dict(M=10, epochs=15, lr=0.01, gaps=(8.0, 2.0)),
                 "longer": dict(M=10, epochs=30, lr=0.01, gaps=(2.0, 0.5)),
@@ -368,6 +368,16 @@ def test_isolation_finds_the_base_and_changes_one_factor_at_a_time():
     text = render(iso.reset_index(), rows, "make routing-isolation")
     assert "| epochs | 15 → 30 |" in text and "| lr | 0.01 → 0.001 |" in text and "make routing-isolation" in text
     assert "| M + epochs | 10, 15 → 20, 30 |" in text
+    assert iso.loc["epochs", "k_over_m_lo"] < iso.loc["epochs", "k_over_m_at_gap"] < iso.loc["epochs", "k_over_m_hi"]
+    assert math.isinf(iso.loc["base", "k_over_m_lo"]) and iso.loc["base", "verdict"] == "differs"  # 2 points at 0.5
+    # a study whose runs were made elsewhere is judged again from its isolation.csv alone: the same rule
+    from gatelab.papers import report
+    from gatelab.papers.routing.isolation import rejudged
+    report.write_outputs(tmp_path, "isolation", iso.reset_index(), {})
+    again = rejudged(tmp_path).set_index("factor")
+    for col in ("k_over_m_at_gap", "k_over_m_lo", "k_over_m_hi", "shift"):  # points are kept to 2 decimals
+        assert again[col].to_numpy() == pytest.approx(iso[col].to_numpy(), abs=0.01)
+    assert list(again.verdict) == list(iso.verdict) and "k_over_m_2se" not in again
 
 
 def test_the_gain_figure_renders_beside_the_k_sweep_under_the_strict_check(tmp_path):

@@ -88,7 +88,10 @@ class Threshold:
         return math.inf if self.lo <= self.x_min or math.isinf(self.hi) else self.hi - self.lo
 
     def verdict(self, paper: float) -> str:
-        """``agrees``, ``differs`` or ``no evidence`` (see the module's rule)."""
+        """``agrees``, ``differs`` or ``no evidence`` (see the module's rule); ``no result`` without an
+        interval (a sweep of one point)."""
+        if math.isnan(self.lo):
+            return "no result"
         if not self.holds(paper):
             return "differs"
         return "agrees" if self.width() <= DECIDES_WITHIN else "no evidence"

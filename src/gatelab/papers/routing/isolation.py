@@ -16,14 +16,16 @@ it (extrapolated, and marked so, when none do), with its interval over seeds.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Optional
 
 import pandas as pd
 
+from gatelab.core.results import git_commit
 from gatelab.papers import report, thresholds
 from gatelab.papers.thresholds import crossing as gap_crossing  # noqa: F401 (the rule's point estimate)
-from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, scan, table
+from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, scan, table, with_fan
 
 FACTORS = ("M", "epochs", "limits", "lr", "decoder_fan")
 FIXED = ("task", "regime", "gain", "h")
@@ -106,9 +108,43 @@ def render(iso: pd.DataFrame, rows: list[dict], command: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _points(text: str) -> tuple[list[float], list[float], list[float]]:
+    """(K/M, gap, s.e.) of a line's ``points``: ``0.40: 6.61 ± 1.16; 0.50: 1.30 ± 0.36``."""
+    pts = [re.fullmatch(r"\s*([\d.]+): ([-\d.]+) ± ([\d.nan]+)\s*", p) for p in str(text).split(";")]
+    return ([float(m[1]) for m in pts if m], [float(m[2]) for m in pts if m], [float(m[3]) for m in pts if m])
+
+
+def rejudged(out: Path) -> pd.DataFrame:
+    """A previous render's ``isolation.csv`` judged by today's threshold rule (its runs made elsewhere):
+    each line's threshold and interval from its points' mean gap ± s.e. over its seeds."""
+    iso = with_fan(pd.read_csv(Path(out) / "isolation.csv"))
+    iso = iso.drop(columns=[c for c in ("k_over_m_2se",) if c in iso]).astype({"value": object, "base_value": object})
+    iso[["value", "base_value"]] = iso[["value", "base_value"]].where(iso[["value", "base_value"]].notna(), "")
+    judged = []
+    for r in iso.itertuples():
+        x, g, se = _points(r.points)
+        t = thresholds.threshold(x, g, se, [int(r.n)] * len(x))
+        judged.append({"k_over_m_at_gap": t.point, "extrapolated": t.extrapolated, "k_over_m_lo": t.lo,
+                       "k_over_m_hi": t.hi, "interval": t.interval(), "verdict": t.verdict(r.paper)})
+    iso = pd.concat([iso.drop(columns=[c for c in judged[0] if c in iso]), pd.DataFrame(judged)], axis=1)
+    iso["shift"] = iso.k_over_m_at_gap - iso[iso.factor == "base"].k_over_m_at_gap.iloc[0]
+    return iso
+
+
 def write_isolation(runs_dir: Path, out: Path, command: str = "") -> Optional[pd.DataFrame]:
-    """``isolation.{md,csv}`` in ``out`` from the routing runs below ``runs_dir``."""
+    """``isolation.{md,csv}`` in ``out`` from the routing runs below ``runs_dir``; with none there and a
+    previous render in ``out``, that render judged again by today's rule (:func:`rejudged`), its
+    provenance kept."""
     rows, _ = scan(runs_dir)
+    md = Path(out) / "isolation.md"
+    if not rows and (Path(out) / "isolation.csv").is_file():
+        iso = rejudged(out)
+        before = md.read_text().partition("## Provenance\n")[2] if md.is_file() else ""
+        text = render(iso, [], command).partition("## Provenance\n")[0] + "## Provenance\n" + (
+            f"- re-judged by `{command}` from the previous isolation.csv alone (no runs below {runs_dir}), code "
+            f"commit {git_commit() or '?'}; the render it came from:\n" + before)
+        report.write_outputs(out, "isolation", iso, {"md": text})
+        return iso
     iso = isolation(table(rows))
     if not len(iso):
         raise SystemExit(f"no gain-1 routing K sweeps below {runs_dir}")
