@@ -141,16 +141,32 @@ def figure3_middle(root: Path) -> Row:
                qualitative(last < first, "ν_t falls"), "the paper gives no epochs: 30 is gatelab's choice")
 
 
+SAME_SCALE = 2.0  # "the same scale": trace and Frobenius ratios of Kᵛ to Kᶠ within this factor (set in issue
+# #39's review after the factor of 10 passed at initialisation too, where the ratios are 4.5 and 14.9)
+
+
 def figure3_right(root: Path) -> Row:
+    """Kᵛ and Kᶠ "in the same scale" (seed 001 §6, item 6): trace and Frobenius ratios within
+    :data:`SAME_SCALE` at the last epoch; the control, epoch 0 (before Kᶠ is learnt), must fail it."""
     rel = "figure3-paper"
     df = csv(root, f"{rel}/figure3_right.csv")
     if df is None:
         return missing(rel, "`make figure3 FIG_SCALE=paper`")
-    end = df.iloc[-1]
-    ratio = end.trace_Kv / end.trace_Kf
+
+    def ratios(r):
+        return r.trace_Kv / r.trace_Kf, r.fro_Kv / r.fro_Kf
+
+    def same(r):
+        return all(1 / SAME_SCALE <= x <= SAME_SCALE for x in ratios(r))
+    start, end = df.sort_values("epoch").iloc[0], df.sort_values("epoch").iloc[-1]
+    (t0, f0), (t1, f1) = ratios(start), ratios(end)
+    feature = f"trace and Frobenius ratios within a factor of {SAME_SCALE:g}"
+    ctl = f"control epoch {int(start.epoch)}: {t0:.2f}, {f0:.2f} ({'passes: no evidence' if same(start) else 'rejected'})"
+    verdict = (f"qualitative: no evidence (test: {feature}; {ctl})" if same(start) else
+               qualitative(same(end), feature) + f"; {ctl}")
     return Row("paper", rel, f"1 run, {int(end.epoch)} epochs",
-               f"trace Kᵛ / trace Kᶠ = {ratio:.2f} at epoch {int(end.epoch)} (Frobenius {end.fro_Kv / end.fro_Kf:.2f})",
-               "Kᵛ and Kᶠ of the same scale", qualitative(0.1 <= ratio <= 10, "the traces within a factor of 10"))
+               f"trace Kᵛ / trace Kᶠ = {t1:.2f} at epoch {int(end.epoch)} (Frobenius {f1:.2f})",
+               "Kᵛ and Kᶠ of the same scale", verdict)
 
 
 def identities(root: Path) -> Row:

@@ -1,0 +1,76 @@
+"""Each qualitative check of the page rejects its negative control (issue #39): a check that passes on a
+case where the paper's claim should not hold reports "no evidence", not agreement."""
+import pandas as pd
+
+from gatelab.papers.dgn import verdicts as dgn
+from gatelab.papers.npf import verdicts as npf
+
+
+def _fig3_right(root, start, end):
+    d = root / "figure3-paper"
+    d.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([{"epoch": 0, "trace_Kv": start[0], "fro_Kv": start[1], "trace_Kf": 1.0, "fro_Kf": 1.0},
+                  {"epoch": 30, "trace_Kv": end[0], "fro_Kv": end[1], "trace_Kf": 1.0, "fro_Kf": 1.0}]
+                 ).to_csv(d / "figure3_right.csv", index=False)
+    return npf.figure3_right(root).verdict
+
+
+def test_kernels_of_the_same_scale_must_not_be_so_at_initialisation(tmp_path):
+    """Paper 001 Fig 3 right: the run's own ratios (4.5 and 14.9 at epoch 0; 0.96 and 1.76 at 30) agree;
+    a run already within the factor at epoch 0 is no evidence; a trained ratio of 4 differs."""
+    assert _fig3_right(tmp_path / "a", (4.53, 14.88), (0.96, 1.76)).startswith("qualitative: agrees")
+    assert _fig3_right(tmp_path / "b", (1.2, 1.5), (0.96, 1.76)).startswith("qualitative: no evidence")
+    assert _fig3_right(tmp_path / "c", (4.53, 14.88), (4.0, 1.5)).startswith("qualitative: differs")
+
+
+def _fig7(root, acc):
+    """dgn_figure7.csv with each network's last-epoch test accuracy (mean, std over 5 seeds)."""
+    d = root / "dgn-figures-paper"
+    d.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([{"network": n, "epoch": 100, "train_acc": 1.0, "test_acc": m, "train_acc_std": 0.0, "test_acc_std": s}
+                  for n, (m, s) in acc.items()]).to_csv(d / "dgn_figure7.csv", index=False)
+    return dgn.figure7(root)
+
+
+CLEAR = {"GaLU frozen": (0.990, 0.001), "frozen ReLU": (0.9905, 0.001), "ReLU": (0.996, 0.001),
+         "learned gates": (0.995, 0.001), "soft-GaLU β=4": (0.997, 0.001), "soft-ReLU β=4": (0.997, 0.001)}
+
+
+def test_an_ordering_of_experiments_3_to_5_needs_2_se_and_a_control_without_order(tmp_path):
+    assert _fig7(tmp_path / "a", CLEAR).verdict.startswith("qualitative: agrees")
+    # the paper-scale run's learned gates: +0.08 points over GaLU frozen with stds of 0.16 and 0.21
+    small = dict(CLEAR, **{"learned gates": (0.99474, 0.0016), "GaLU frozen": (0.99393, 0.0021),
+                           "frozen ReLU": (0.99294, 0.0023)})
+    row = _fig7(tmp_path / "b", small)
+    assert row.verdict.startswith("qualitative: differs") and "learned gates > GaLU frozen" in row.ours
+    # two frozen-gate nets 0.5 points apart at these stds: the test would find order in noise
+    noisy = dict(CLEAR, **{"frozen ReLU": (0.985, 0.001)})
+    assert _fig7(tmp_path / "c", noisy).verdict.startswith("qualitative: no evidence")
+
+
+def _gain_row(tmp_path, cells):
+    """routing-reduced/routing.csv of one gain sweep (MNIST perm/perm, M=20, K=5): (epochs, gain, trained,
+    untrained, s.e.) per cell, 3 seeds; the Fig 7d/10 ii row read from it."""
+    from gatelab.papers.routing import verdicts as routing
+    d = tmp_path / "routing-reduced"
+    d.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([{"task": "routing_mnist_perm", "regime": "dln", "M": 20, "K": 5, "gain": gain, "h": 128, "lr": 0.01,
+                   "epochs": e, "limits": "6000/1000", "K_over_M": 0.25, "n": 3, "excluded": "", "err_trained": tr,
+                   "err_trained_se": se, "err_untrained": un, "err_untrained_se": se, "gap": un - tr,
+                   "learned": tr < 80, "within_2se": False, "decoder_fan": "per_decoder"}
+                  for e, gain, tr, un, se in cells]).to_csv(d / "routing.csv", index=False)
+    return routing.gain_sweep("routing_mnist_perm", 40)(tmp_path)
+
+
+def test_gains_are_compared_at_one_length_and_the_plateau_is_not_generalisation(tmp_path):
+    plateau = [(15, 0.01, 90.0, 90.0, 0.0)]  # gap 0: nothing learned, not zero-shot generalisation
+    fair = plateau + [(15, 0.1, 15.0, 28.0, 0.5), (15, 1.0, 11.0, 52.0, 0.5), (15, 10.0, 17.0, 74.0, 0.5)]
+    assert _gain_row(tmp_path / "a", fair).verdict.startswith("qualitative: agrees")
+    # issue #39's case: the small gain learned only in a longer run; the large gain ran 15 epochs alone
+    apart = plateau + [(100, 0.01, 19.0, 19.3, 0.5), (15, 10.0, 17.0, 74.0, 0.5)]
+    row = _gain_row(tmp_path / "b", apart)
+    assert row.verdict.startswith("qualitative: no evidence") and "100 epochs (no gain ≥ 1 ran)" in row.ours
+    # the plateau alone below 1: its gap of 0 does not count for the claim
+    assert _gain_row(tmp_path / "c", plateau + [(15, 1.0, 11.0, 52.0, 0.5)]).verdict.startswith("qualitative: no evidence")
+    reversed_ = [(15, 0.1, 15.0, 70.0, 0.5), (15, 1.0, 11.0, 30.0, 0.5)]
+    assert _gain_row(tmp_path / "d", reversed_).verdict.startswith("qualitative: differs")
