@@ -18,7 +18,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
 	table2-conv-reduced table2-conv-cpu table4-conv-reduced \
-	races races-quick races-report races-appendix routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-isolation-decoder routing-report routing-toy routing-features \
+	races races-quick races-report races-appendix races-drop routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-isolation-decoder routing-report routing-toy routing-features \
 	routing-backbone
 
 help:
@@ -43,6 +43,7 @@ help:
 	@echo "make races               paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
 	@echo "make races-quick         the same at reduced scale (3 seeds, N=4000 one seed)"
 	@echo "make races-appendix      paper 004 Figs 6-7: the gradient ratio at init, the stable cells against N (no training)"
+	@echo "make races-drop          paper 004 Fig 1a: what moves the loss drop (step size, sigma_0; minutes)"
 	@echo "make routing-reduced     paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds)"
 	@echo "make routing-reduced-m100  M=100 at the reduced scale (Figs 7c, 8 ii, 10 i; DRY=1 prices it)"
 	@echo "make routing-paper       paper 003 at its scale (GPU cluster): M=40 and 100, 1000 epochs, 10 seeds"
@@ -83,6 +84,7 @@ exp6: ; $(R) exp6 --scale paper $(ARGS)
 exp6-reduced: ; $(R) exp6 --scale reduced $(ARGS)
 races: ; $(R) races --scale paper $(ARGS)
 races-appendix: ; $(R) races-appendix $(ARGS)
+races-drop: ; $(R) races-drop $(ARGS)
 races-quick: ; $(R) races --scale quick $(ARGS)
 races-report: ; $(R) races --scale quick --report-only $(ARGS)
 routing-reduced: ; $(R) routing --scale reduced $(ARGS)

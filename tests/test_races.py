@@ -353,30 +353,32 @@ def test_loss_trace_records_the_training_loss_at_every_step_of_its_window(tiny_r
     step checkpoints'), and the report reads the drop from it."""
     import pandas as pd
     from gatelab.papers import races
-    base = [*RACE, "seeds=[0,1]", "checkpoint_steps=[0,4,7]", "optimizer.lr=0.05", f"out_root={tmp_path}"]
-    run_seeds(make_cfg([*base, "epochs=2"], tiny_root))
-    run_seeds(make_cfg([*base, "epochs=1", "loss_trace=[0,9]"], tiny_root))
-    run_seeds(make_cfg([*base, "epochs=3", "loss_trace=[3,9]"], tiny_root))  # a window after t=0
+    # lr 0.02 on the tiny data: the plateau ends near step 60 (at 0.05 the loss never fell, and the drop
+    # this test read was step 0 until drop_step learnt that a loss that never fell has none)
+    base = [*RACE, "seeds=[0,1]", "checkpoint_steps=[0,4,7,40,50]", "optimizer.lr=0.02", f"out_root={tmp_path}"]
+    run_seeds(make_cfg([*base, "epochs=10"], tiny_root))
+    run_seeds(make_cfg([*base, "epochs=8", "loss_trace=[0,79]"], tiny_root))
+    run_seeds(make_cfg([*base, "epochs=9", "loss_trace=[30,79]"], tiny_root))  # a window after t=0
     with caplog.at_level("WARNING"):  # the trace is not in the run key: a finished run is not retrained
-        run_seeds(make_cfg([*base, "epochs=2", "loss_trace=[3,9]"], tiny_root))
-    assert "loss_trace=[3, 9] not recorded" in caplog.text
+        run_seeds(make_cfg([*base, "epochs=10", "loss_trace=[30,79]"], tiny_root))
+    assert "loss_trace=[30, 79] not recorded" in caplog.text
     main, _ = races.scan(tmp_path)
     every, _ = races.scan(tmp_path, traced=True)
     assert len(main) == 2 and not any(r.trace for r in main) and len(every) == 6
     for r in (r for r in every if r.trace):
         trace = pd.read_csv(r.path / races.TRACE)
-        assert trace.step.tolist() == list(range(r.trace[0], 10))
+        assert trace.step.tolist() == list(range(r.trace[0], 80))
         curve = races.loss_curve(r)
-        assert curve[curve.source == "every step"].step.tolist() == list(range(r.trace[0], 10))
+        assert curve[curve.source == "every step"].step.tolist() == list(range(r.trace[0], 80))
     drops = races.traced_drops(every, main)
     assert sorted(drops.seed) == [0, 0, 1, 1] and (drops.max_gap_vs_checkpoints < 1e-5).all()
     # a late window measures the plateau at t=0 from the main run: the same drop where it lies in the window
-    whole, late = (drops[drops.window == w].set_index("seed") for w in ("0-9", "3-9"))
+    whole, late = (drops[drops.window == w].set_index("seed") for w in ("0-79", "30-79"))
+    assert whole.drop_step.notna().all() and (whole.drop_step > 10).all()  # a plateau, then a drop
     for seed in (0, 1):
         for col in ("drop_step", "half_step"):
             t = whole.loc[seed, col]
-            assert late.loc[seed, col] == t if t >= 3 else pd.isna(late.loc[seed, col]), (seed, col, t)
-    assert whole.drop_step.notna().all()
+            assert late.loc[seed, col] == t if t >= 30 else pd.isna(late.loc[seed, col]), (seed, col, t)
     races.write_table1(tmp_path, tmp_path / "out")
     assert "The loss drop at every step" in (tmp_path / "out" / "table1.md").read_text()
     assert (tmp_path / "out" / "loss_drop.csv").is_file()
@@ -416,3 +418,20 @@ def test_appendix_figures_6_and_7_render_from_the_data_alone(tiny_root, tmp_path
     (tmp_path / "figure7.md").unlink()
     main(["figure7", "--out", str(tmp_path), "--replot"])  # from the CSV alone: the same page
     assert (tmp_path / "figure7.md").read_text() == md and "M=400 probes" in md
+
+
+def test_the_loss_drop_isolation_reads_each_settings_drop_from_its_traced_runs(tiny_root, tmp_path):
+    """``drop-isolation`` (issue #39, Fig 1a): per (σ₀, lr), the drop of runs traced from step 0; a 4x step
+    (the batch's loss summed instead of averaged) leaves the plateau earlier; runs not traced from 0 or at
+    another N are left out."""
+    from gatelab.papers import races
+    base = [*RACE, "seeds=[0,1]", "checkpoint_steps=[]", "loss_trace=[0,249]", "epochs=25", f"out_root={tmp_path}"]
+    for lr in (0.005, 0.02):  # the tiny data's plateau ends near step 140 at 0.005
+        run_seeds(make_cfg([*base, f"optimizer.lr={lr}"], tiny_root))
+    run_seeds(make_cfg([*base, "optimizer.lr=0.005", "dataset.limit_train=20", "epochs=2"], tiny_root))  # another N
+    every, _ = races.scan(tmp_path, traced=True)
+    df = races.drop_isolation(every, n=40, d=12, base={"std": every[0].std, "lr": 0.005}).set_index("factor")
+    assert list(df.index) == ["base", "lr"] and (df.n == 2).all()
+    assert df.loc["lr", "drop_mean"] < df.loc["base", "drop_mean"] and df.loc["lr", "vs_base"] < 1
+    by_hand = [races.drop_step(races.loss_curve(r)) for r in every if r.n == 40 and r.config["optimizer"]["lr"] == 0.005]
+    assert df.loc["base", "drop_mean"] == pytest.approx(sum(by_hand) / 2)

@@ -13,7 +13,8 @@ vs automobile+bird, SGD 1e-3 momentum 0.9, batch 4) and their checkpoints; train
   ddof 0 (what the paper's table looks like: 3 values, np.std) and ddof 1.
 * Checks: pm1 against unit inputs, and the number of epochs, on the cell N=200, σ₀=1e-5.
 * Isolation (``isolation``): which choice moves k at σ₀=1e-5, τ=0.95/0.99 (clustering rule, weight
-  vector, input scale, epochs), one at a time (:mod:`gatelab.papers.races.isolation`).
+  vector, input scale, epochs), one at a time (:mod:`gatelab.papers.races.isolation`); ``drop-isolation``:
+  what moves Fig 1a's loss drop (the step size, i.e. the loss summed over the batch, and σ₀).
 * Fig 1: the loss (drop step marked), the cosine matrix sorted by cluster (τ=0.99), a_α against
   cos δ̄_α early in training for the largest cluster, IMP-pruned weights per neuron at 50%.
 * Fig 3a: k(τ=0.95) against N for several d (σ₀=1e-5); Fig 3b: k at init, just before the loss
@@ -37,7 +38,7 @@ from gatelab.papers.races.table1 import (  # noqa: F401
     Rule, analyse, cell_lines, table1, STABLE_MAX_N, stable_cells, traced_drops,
     render_table1, write_table1)
 from gatelab.papers.races import appendix
-from gatelab.papers.races.isolation import isolation, write_isolation  # noqa: F401
+from gatelab.papers.races.isolation import drop_isolation, isolation, write_drop_isolation, write_isolation  # noqa: F401
 from gatelab.papers.races.figures import (  # noqa: F401
     early_step, neuron_table, figure1, figure3, figure3_composition, figure3_lengths, figures4_5, main_runs,
     figures)
@@ -56,6 +57,12 @@ def main(argv=None) -> None:
     iso.add_argument("--out", type=Path, required=True)
     iso.add_argument("--data", default=None)
     iso.add_argument("--command", default="")
+    dr = sub.add_parser("drop-isolation", help="drop_isolation.{md,csv}: Fig 1a's loss drop under each step size "
+                        "and sigma_0, one at a time")
+    dr.add_argument("--runs", type=Path, required=True)
+    dr.add_argument("--out", type=Path, required=True)
+    dr.add_argument("--data", default=None)
+    dr.add_argument("--command", default="")
     f = sub.add_parser("figures", help="Figures 1, 3, 4, 5 from the runs below --runs (PNG, PDF, CSV)")
     f.add_argument("--runs", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)
@@ -74,6 +81,10 @@ def main(argv=None) -> None:
     if args.what == "isolation":
         write_isolation(args.runs, args.out, args.command, args.data)
         print((args.out / "isolation.md").read_text())
+        return
+    if args.what == "drop-isolation":
+        write_drop_isolation(args.runs, args.out, args.command, args.data)
+        print((args.out / "drop_isolation.md").read_text())
         return
     started = plotting.now()
     res = figures(args.runs, args.out, args.data, args.early)

@@ -55,3 +55,14 @@ def races_appendix(o: Options) -> Recipe:
     out = ["--out", "outputs/reports/races-appendix"]
     return Recipe("races-appendix", "paper 004's appendix figures", figures=[
         ["gatelab.papers.races", "figure6", *data, *out], ["gatelab.papers.races", "figure7", *data, *out]])
+
+
+@recipe("races-drop", ("paper",), "What moves Fig 1a's loss drop (paper 004): the step size (the batch's loss summed, "
+        "not averaged) and sigma_0, one at a time, then both; every step of N=200's first 3000 traced")
+def races_drop(o: Options) -> Recipe:
+    root = o.root("outputs/races-drop")
+    run = ["+experiment=[race]", "dataset.limit_train=200", "epochs=60", TRACE, "optimizer.lr=1e-3,4e-3",
+           "arch.init_std=1e-5,1e-3", f"out_root={root}"]
+    return Recipe("races-drop", "paper 004 Fig 1a's loss drop", [run], reports=[
+        ["gatelab.papers.races", "drop-isolation", "--runs", root, "--out", "outputs/reports/races-drop",
+         "--command", "{command}", *(["--data", o.data] if o.data else [])]])

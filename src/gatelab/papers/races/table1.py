@@ -154,6 +154,8 @@ def drop_step(curve: pd.DataFrame, fraction: float = DROP_FRACTION, end: Optiona
     if len(curve) < 2:
         return None
     start, end = curve.loss.iloc[0], curve.loss.iloc[-1] if end is None else end
+    if not end < start:  # a loss that never fell has no drop (not one at step 0)
+        return None
     below = curve[curve.loss <= start - fraction * (start - end)]
     return int(below.step.iloc[0]) if len(below) else None
 
