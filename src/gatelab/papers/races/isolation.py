@@ -146,7 +146,7 @@ def drop_isolation(runs: list[RaceRun], root: Optional[str] = None, n: int = 200
                    base: Optional[dict] = None) -> pd.DataFrame:
     """One line per (σ₀, lr) of the N=``n``, width-``d`` runs traced from step 0 (``base``: the default
     setting, :data:`DROP_BASE`): the step at which the loss has come
-    10% (and 50%) of the way down (:func:`gatelab.papers.races.table1.drop_step`), mean ± std (ddof 1)
+    10% (and 50%) of the way down (:func:`gatelab.papers.races.table1.drop_step`), mean ± std (ddof 0)
     over seeds, its ratio to the default's and to the paper's t=300."""
     from gatelab.papers.races.table1 import DROP_FRACTION, drop_step, loss_curve
     lines = []
@@ -161,8 +161,8 @@ def drop_isolation(runs: list[RaceRun], root: Optional[str] = None, n: int = 200
     df = pd.DataFrame(lines)
     g = df.groupby(["sigma0", "lr"])
     out = g.agg(n=("seed", "size"), seeds=("seed", lambda s: ",".join(map(str, sorted(s)))),
-                drop_mean=("drop", "mean"), drop_std=("drop", "std"), half_mean=("half", "mean"),
-                half_std=("half", "std")).reset_index()
+                drop_mean=("drop", "mean"), drop_std=("drop", lambda x: x.std(ddof=0)), half_mean=("half", "mean"),
+                half_std=("half", lambda x: x.std(ddof=0))).reset_index()  # ddof 0: the races tables' convention
     base = base or DROP_BASE
     changed = lambda r: [k for k, v in (("σ₀", r.sigma0 != base["std"]), ("lr", r.lr != base["lr"])) if v]  # noqa: E731
     out["factor"] = [" + ".join(changed(r)) or "base" for r in out.itertuples()]
@@ -177,7 +177,7 @@ def drop_isolation(runs: list[RaceRun], root: Optional[str] = None, n: int = 200
 def render_drop(df: pd.DataFrame, runs: list[report.Run], command: str) -> str:
     out = ["# Fig 1a (paper 004): what moves the loss drop", "",
            "The step at which the training loss (full training set, every step traced) has come 10% and 50% of "
-           "the way down from its plateau (ln 2) to its end; mean ± std (ddof 1) over seeds. d=300, N=200, batch 4, "
+           "the way down from its plateau (ln 2) to its end; mean ± std (ddof 0, as races/table1.md) over seeds. d=300, N=200, batch 4, "
            "SGD with momentum 0.9. The paper: \"The loss drops around t=300\" (Fig 1a; its σ₀ and loss reduction "
            "are not stated). lr 4e-3 is the default's loss summed over the batch of 4 instead of averaged (the "
            "same updates).", "",

@@ -75,7 +75,7 @@ def drop_block(root: Path) -> list[str]:
     df = df.assign(sigma0=sigma0(df.sigma0))
     cell = df[(df.sigma0 == 1e-5) & (df.N == 200)].drop_step
     return [f"Fig 1's caption places the drop \"around t=300\" for d=300, N=200 from small initial conditions: ours, "
-            f"at σ₀=1e-5 and N=200, comes at step {cell.mean():.0f} ± {cell.std():.0f} (mean ± std over "
+            f"at σ₀=1e-5 and N=200, comes at step {cell.mean():.0f} ± {cell.std(ddof=0):.0f} (mean ± std (ddof 0) over "
             f"{len(cell)} seeds, every step traced), {cell.mean() / DROP_PAPER:.1f}× the paper's."]
 
 
@@ -100,7 +100,8 @@ def figure1(root: Path) -> Row:
     df = df.assign(sigma0=sigma0(df.sigma0))
     cell = df[(df.sigma0 == 1e-5) & (df.N == 200)].drop_step
     return Row("paper", "races", f"{len(cell)} seeds (every step traced)",
-               f"loss drop (10%) at step {cell.mean():.0f} ± {cell.std():.0f}", "drop around t=300 (d=300, N=200)",
+               f"loss drop (10%) at step {cell.mean():.0f} ± {cell.std(ddof=0):.0f} (std ddof 0, as races/table1.md)",
+               "drop around t=300 (d=300, N=200)",
                f"differs: {cell.mean() / DROP_PAPER:.1f}× later" if abs(cell.mean() / DROP_PAPER - 1) > 0.5 else
                qualitative(True, "the drop within 50% of t=300"), "clusters and norms: races/figure1.png; " + drop_note(root))
 
