@@ -74,3 +74,14 @@ def test_gains_are_compared_at_one_length_and_the_plateau_is_not_generalisation(
     assert _gain_row(tmp_path / "c", plateau + [(15, 1.0, 11.0, 52.0, 0.5)]).verdict.startswith("qualitative: no evidence")
     reversed_ = [(15, 0.1, 15.0, 70.0, 0.5), (15, 1.0, 11.0, 30.0, 0.5)]
     assert _gain_row(tmp_path / "d", reversed_).verdict.startswith("qualitative: differs")
+
+
+def test_the_gram_entries_meet_eq_5_and_the_test_rejects_a_wrong_ideal():
+    """Paper 002 Fig 2: over 300 random DGN-FRG nets the entries of K0/d lie within 3 s.e. of eq. (5)
+    (diagonal 1, off-diagonal µ^(d−1)); the same test rejects the control µ^d."""
+    import torch
+    from gatelab.papers.dgn.figures import MU, frg_entries
+    df = frg_entries({"depths": [2, 4], "entry_runs": 300}, torch.Generator().manual_seed(0), w=100)
+    assert (df.n == 300).all() and dgn._entries_within(df)[2] == []
+    wrong = df.assign(ideal_offdiag=MU ** df.depth)
+    assert dgn._entries_within(wrong)[2]  # 0.25 against 0.5 at d=2: many s.e. off

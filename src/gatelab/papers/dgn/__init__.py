@@ -48,6 +48,11 @@ def main(argv=None) -> None:
         e.add_argument("--runs", type=Path, required=True)
         e.add_argument("--out", type=Path, required=True)
         e.add_argument("--command", default="", help="the command that made the runs, for the provenance block")
+    f2 = sub.add_parser("figure2", help="Figure 2 alone: the K0/d entries over --nets random nets per depth (the "
+                        "paper scale's depths, w=500; issue #39's isolation of the number of nets)")
+    f2.add_argument("--nets", type=int, default=1000)
+    f2.add_argument("--seed", type=int, default=1)
+    f2.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figure2-nets"))
     f10 = sub.add_parser("figure10", help="Figure 10 (experiment 8): a deep linear network on one example (seconds)")
     f10.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
     f14.add_argument("--kinds", nargs="*", choices=["frg", "galu", "relu"], default=["frg", "galu", "relu"],
@@ -76,6 +81,13 @@ def main(argv=None) -> None:
         figure5(args.runs, args.out, args.command)
         return print((args.out / "figure5.md").read_text())
     started = plotting.now()
+    if args.what == "figure2":
+        import torch
+        scale = dict(FRG_SCALES["paper"], entry_runs=args.nets, seed=args.seed)
+        entries = frg_entries(scale, torch.Generator().manual_seed(args.seed))
+        plotting.save(figure2_plot(entries, scale), entries, args.out, "dgn_figure2")
+        print(entries.to_string(index=False))
+        return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, scale, started)
     if args.what == "figure10":
         print(figure10(args.out).to_string(index=False))
         return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, EXP8, started)

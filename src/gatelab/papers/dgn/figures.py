@@ -102,7 +102,8 @@ def frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame
             vals.append(kernels.gated_ntk(weights, gates, x) / d)
         k, sd = torch.stack(vals).mean(0), torch.stack(vals).std(0) if len(vals) > 1 else torch.full((2, 2), math.nan)
         rows.append({"depth": d, "diag": float(k[0, 0]), "offdiag": float(k[0, 1]), "diag_std": float(sd[0, 0]),
-                     "offdiag_std": float(sd[0, 1]), "ideal_diag": 1.0, "ideal_offdiag": MU ** (d - 1)})
+                     "offdiag_std": float(sd[0, 1]), "ideal_diag": 1.0, "ideal_offdiag": MU ** (d - 1),
+                     "n": len(vals)})
     return pd.DataFrame(rows)
 
 

@@ -38,7 +38,9 @@ def dgn_figures(o: Options) -> Recipe:
         ["gatelab.papers.dgn", "figures1-4", "--scale", o.scale, "--out", "outputs/reports/dgn-figures"],
         ["gatelab.papers.dgn", "figure10", "--out", "outputs/reports/dgn-figures"],
         ["gatelab.papers.dgn", "figures7-8", "--scale", o.scale, "--runs", f"outputs/dgn7-{o.scale}",
-         "--out", "outputs/reports/dgn-figures", *data]])
+         "--out", "outputs/reports/dgn-figures", *data],
+        *([["gatelab.papers.dgn", "figure2", "--nets", "1000", "--out", "outputs/reports/dgn-figure2-nets"]]
+          if o.scale == "paper" else [])])
 
 
 @recipe("exp6", ("paper", "reduced"), "Experiment 6 of paper 002: only the gates of a CIFAR-10 VCONV train (published: 56%)")

@@ -39,18 +39,39 @@ def figure1(root: Path) -> Row:
 SE = 3  # an entry or K0 "agrees" with its expectation within 3 standard errors: 5-7 depths are tested at once
 
 
-def figure2(root: Path) -> Row:
-    rel, scale, df = _figs(root, "dgn_figure2")
-    if df is None:
-        return missing(FIGS, "`make dgn-figures FIG_SCALE=paper`")
-    z_off = (df.offdiag - df.ideal_offdiag) / (df.offdiag_std / math.sqrt(20))
-    z_diag = (df["diag"] - df.ideal_diag) / (df.diag_std / math.sqrt(20))
+NETS = "dgn-figure2-nets"  # Fig 2 over many random nets (``python -m gatelab.papers.dgn figure2 --nets 1000``)
+
+
+def _entries_within(df):
+    """(z of the off-diagonal, z of the diagonal, the entries more than SE s.e. from eq. (5)); s.e. over the
+    CSV's ``n`` nets (20 in renders before it was a column)."""
+    n = df["n"] if "n" in df else 20
+    z_off = (df.offdiag - df.ideal_offdiag) / (df.offdiag_std / n ** 0.5)
+    z_diag = (df["diag"] - df.ideal_diag) / (df.diag_std / n ** 0.5)
     bad = [f"d={d} diagonal {v:.2f} ({z:+.1f} s.e.)" for d, v, z in zip(df.depth, df["diag"], z_diag) if abs(z) > SE]
     bad += [f"d={d} off-diagonal {v:.3g} ({z:+.1f} s.e.)" for d, v, z in zip(df.depth, df.offdiag, z_off) if abs(z) > SE]
-    return Row(scale, rel, "20 random nets per depth, w=500",
+    return z_off, z_diag, bad
+
+
+def figure2(root: Path) -> Row:
+    """Eq. (5)'s entries, each within SE s.e. over the random nets; judged on the largest draw of nets
+    there is (the diagonal's spread is right-skewed, so 20 nets' s.e. understates its tail)."""
+    rel, scale, small = _figs(root, "dgn_figure2")
+    if small is None:
+        return missing(FIGS, "`make dgn-figures FIG_SCALE=paper`")
+    many = csv(root, f"{NETS}/dgn_figure2.csv")
+    df, rel = (many, NETS) if many is not None else (small, rel)
+    n = int(df["n"].iloc[0]) if "n" in df else 20
+    z_off, z_diag, bad = _entries_within(df)
+    why = ""
+    if many is not None:
+        *_, bad20 = _entries_within(small)
+        why = (f"the figures' 20 nets a depth: {len(bad20)} entr{'y' if len(bad20) == 1 else 'ies'} beyond {SE} s.e. "
+               f"({'; '.join(bad20) or 'none'}); {n} nets (`python -m gatelab.papers.dgn figure2 --nets {n}`) decide")
+    return Row(scale, rel, f"{n} random nets per depth, w=500",
                f"within {SE} s.e. of eq. (5): off-diagonal at {int((z_off.abs() <= SE).sum())} of {len(df)} depths, "
                f"diagonal at {int((z_diag.abs() <= SE).sum())} of {len(df)}" + (f"; {'; '.join(bad)}" if bad else ""),
-               "diagonal 1, off-diagonal µ^(d−1) (eq. 5)", qualitative(not bad, f"every entry within {SE} s.e."))
+               "diagonal 1, off-diagonal µ^(d−1) (eq. 5)", qualitative(not bad, f"every entry within {SE} s.e."), why)
 
 
 def figure3(root: Path) -> Row:
