@@ -155,7 +155,10 @@ def render(root: Path = REPORTS, got=None) -> str:
            "numbered experiment of the four papers (`docs/papers.md`).", "",
            "A number with a published mean and std is compared by the one rule: **within** when "
            "|ours − paper| ≤ max(2 paper-std, 0.5), else **off by n paper-std**. A figure without published "
-           "numbers is compared by the feature the paper states (**qualitative: agrees / differs**). Scale: "
+           "numbers is compared by the feature the paper states (**qualitative: agrees / differs**), as a test "
+           "beside a negative control it must reject; **no evidence** (counted as not comparable) when the control "
+           "passes too or the interval is too wide to decide. A threshold read off a sweep (paper 003's K/M) is the "
+           "K/M where the gap falls to 1 point, with its 95% interval over seeds (docs/reproducing.md). Scale: "
            "**paper** (the paper's settings), **reduced** / **quick** (smaller, labelled in the report: not "
            "comparable number for number), **test** (checked by the test suite), **none** (not run: the "
            "reason is given), **n/a** (a definition or an illustration).", "",
