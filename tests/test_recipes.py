@@ -253,3 +253,18 @@ def test_a_shorter_try_never_lands_in_the_recipes_report_folder(change, changes_
     out = tmp_path / r.reports[0][r.reports[0].index("--out") + 1]
     assert committed.read_text() == "# paper-scale table\n"
     assert (out / "table2.md").read_text().splitlines()[0] == f"**{r.banner}**"
+
+
+def test_a_stopped_job_leaves_the_reports_as_they_were(tiny_root, tmp_path, monkeypatch, capsys):
+    """A job stopped by SIGTERM or Ctrl-C (exit 143 or 130: progress saved, its runs interrupted) renders no
+    report: a report of interrupted runs would replace a finished one (2026-11-28: exp6's, stopped to free
+    the CPU). A job that failed otherwise still renders what there is, the failure recorded."""
+    _tiny("stopped-job", tmp_path / "out")
+    rendered = []
+    monkeypatch.setattr(recipes, "run_figures_and_reports", lambda r, command: rendered.append(r.name) or [])
+    for code, renders in ((143, False), (130, False), (1, True)):
+        monkeypatch.setattr(recipes, "_call", lambda argv, code=code: code)
+        rendered.clear()
+        assert main(["reproduce", "stopped-job", "--scale", "s", "--data", str(tiny_root)]) == 1
+        assert bool(rendered) == renders
+        assert ("reports not rendered" in capsys.readouterr().err) != renders

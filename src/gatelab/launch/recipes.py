@@ -241,14 +241,18 @@ def _call(argv: list[str]) -> int:
 def run_local(waves: list[list[Step]], jobs: int = 1) -> list[str]:
     """Train the waves here in order, ``jobs`` processes at a time (one CPU thread each when several);
     each job is ``python run.py <its overrides>``. Returns the jobs that failed (their dependents
-    then fail in one line, naming them)."""
+    then fail in one line, naming them); a stopped job's name ends in :data:`STOPPED`."""
     failed = []
     for wave in waves:
         argvs = [[sys.executable, str(RUN_PY), *s.overrides, *(["threads=1"] if jobs > 1 else [])] for s in wave]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             codes = list(pool.map(_call, argvs))
-        failed += [s.job.name for s, code in zip(wave, codes) if code != 0]
+        failed += [s.job.name + (STOPPED if code in INTERRUPTED else "") for s, code in zip(wave, codes) if code != 0]
     return failed
+
+
+INTERRUPTED = (130, 143)  # run.py's exit after Ctrl-C or SIGTERM: progress saved, the runs recorded as interrupted
+STOPPED = " (stopped: the same command resumes it)"
 
 
 def run_slurm(r: Recipe) -> list[str]:

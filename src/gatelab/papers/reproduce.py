@@ -92,7 +92,11 @@ def reproduce(args) -> int:
     if args.dry_run:
         return 0
     failed = recipes.run_slurm(r) if args.slurm else recipes.run_local(waves, args.jobs)
-    failed += recipes.run_figures_and_reports(r, command)
+    if any(f.endswith(recipes.STOPPED) for f in failed):  # a report of stopped runs would replace a finished one
+        print("reports not rendered: a job was stopped; the same command resumes it and then renders them "
+              "(--report-only renders what is there now)", file=sys.stderr)
+    else:
+        failed += recipes.run_figures_and_reports(r, command)
     for f in failed:
         print(f"failed: {f}", file=sys.stderr)
     return 1 if failed else 0
