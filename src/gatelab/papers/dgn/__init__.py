@@ -38,6 +38,16 @@ from gatelab.papers.dgn.table4 import (  # noqa: F401
     TABLE4_BETAS, PAPER_TABLE4, table4, render_table4_markdown, write_table4)
 
 
+def figure2_nets(args, argv, started: str) -> None:
+    """Figure 2 alone over ``args.nets`` random nets per depth (the paper scale's depths, w=500)."""
+    import torch
+    scale = dict(FRG_SCALES["paper"], entry_runs=args.nets, seed=args.seed)
+    entries = frg_entries(scale, torch.Generator().manual_seed(args.seed))
+    plotting.save(figure2_plot(entries, scale), entries, args.out, "dgn_figure2")
+    print(entries.to_string(index=False))
+    plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, scale, started)
+
+
 def main(argv=None) -> None:
     ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
     f14 = sub.add_parser("figures1-4", help="Figures 1-4: Gram matrices and GD convergence vs depth")
@@ -82,12 +92,7 @@ def main(argv=None) -> None:
         return print((args.out / "figure5.md").read_text())
     started = plotting.now()
     if args.what == "figure2":
-        import torch
-        scale = dict(FRG_SCALES["paper"], entry_runs=args.nets, seed=args.seed)
-        entries = frg_entries(scale, torch.Generator().manual_seed(args.seed))
-        plotting.save(figure2_plot(entries, scale), entries, args.out, "dgn_figure2")
-        print(entries.to_string(index=False))
-        return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, scale, started)
+        return figure2_nets(args, argv, started)
     if args.what == "figure10":
         print(figure10(args.out).to_string(index=False))
         return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, EXP8, started)
