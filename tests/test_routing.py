@@ -172,6 +172,7 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
 def test_a_report_keeps_the_lines_whose_runs_are_gone_only_when_asked(tiny_root, tmp_path):
     """``--keep``: a K whose runs were made elsewhere (or pruned) stays with the previous provenance; a K
     run again replaces its old line; without it the report is the runs below --runs alone."""
+    import pandas as pd
     import shutil
     from gatelab.papers import routing as paper
     over = [*ROUTE, "epochs=1", "seeds=[0,1]"]
@@ -195,6 +196,13 @@ def test_a_report_keeps_the_lines_whose_runs_are_gone_only_when_asked(tiny_root,
     paper.write_table(tmp_path / "b", out, command="second again", keep=True)
     again = (out / "routing.md").read_text()
     assert "  - command: `first`" in again and "  - command: `second`" in again
+    # no runs at all: the previous lines re-rendered from the CSV alone, the same bytes twice
+    (tmp_path / "none").mkdir()
+    lines = len(paper.write_table(tmp_path / "none", out, command="from the CSV", keep=True))
+    csv_only = (out / "routing.md").read_text()
+    paper.write_table(tmp_path / "none", out, command="from the CSV", keep=True)
+    assert (out / "routing.md").read_text() == csv_only and "re-rendered by today's rules" in csv_only
+    assert lines == len(pd.read_csv(out / "routing.csv")) and "  - command: `first`" in csv_only
     assert sorted(paper.write_table(tmp_path / "b", out, command="third").K) == [6]
 
 
@@ -378,6 +386,15 @@ def test_isolation_finds_the_base_and_changes_one_factor_at_a_time(tmp_path):
     for col in ("k_over_m_at_gap", "k_over_m_lo", "k_over_m_hi", "shift"):  # points are kept to 2 decimals
         assert again[col].to_numpy() == pytest.approx(iso[col].to_numpy(), abs=0.01)
     assert list(again.verdict) == list(iso.verdict) and "k_over_m_2se" not in again
+    # write_isolation with no runs below its runs directory: judged again, the same bytes twice
+    from gatelab.papers.routing.isolation import write_isolation
+    (tmp_path / "isolation.md").write_text(render(iso.reset_index(), rows, "make routing-isolation"))
+    (tmp_path / "none").mkdir()
+    write_isolation(tmp_path / "none", tmp_path, "rejudge")
+    first = (tmp_path / "isolation.md").read_text()
+    write_isolation(tmp_path / "none", tmp_path, "rejudge")
+    assert (tmp_path / "isolation.md").read_text() == first and first.count("- re-judged by `rejudge`") == 1
+    assert "make routing-isolation" in first  # the render it came from, kept
 
 
 def test_the_gain_figure_renders_beside_the_k_sweep_under_the_strict_check(tmp_path):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -28,6 +28,13 @@ READ_WITHIN = 0.05  # K/M: the paper's "≈0.40" is read off a figure whose K gr
 DECIDES_WITHIN = 0.2  # K/M: a wider interval (two K steps of M=20) cannot tell the paper's value from others
 DRAWS = 4000
 CONFIDENCE = 0.95
+
+
+def _log_linear(x1: float, g1: float, x2: float, g2: float, level: float) -> float:
+    """x where log(gap) falls to log(``level``) on the line through (x1, log g1) and (x2, log g2); gaps
+    floored at 1e-3 (a gap of 0 has no logarithm); NaN when the two logs are equal."""
+    l1, l2 = math.log(max(g1, 1e-3)), math.log(max(g2, 1e-3))
+    return math.nan if l1 == l2 else x1 + (l1 - math.log(level)) / (l1 - l2) * (x2 - x1)
 
 
 def crossing(xs: Sequence[float], gaps: Sequence[float], level: float = LEVEL) -> tuple[float, bool]:
@@ -39,26 +46,25 @@ def crossing(xs: Sequence[float], gaps: Sequence[float], level: float = LEVEL) -
         return math.nan, False
     if pts[0][1] <= level:
         return pts[0][0], True  # at or below the smallest x run
-    logs = [(r, math.log(max(g, 1e-3))) for r, g in pts]
-    pair = next(((a, b) for a, b in zip(logs, logs[1:]) if a[1] > math.log(level) >= b[1]), None)
-    extrapolated = pair is None
-    (r1, l1), (r2, l2) = pair or logs[-2:]
-    if l1 == l2:
-        return math.nan, True
-    return r1 + (l1 - math.log(level)) / (l1 - l2) * (r2 - r1), extrapolated
+    pair = next(((a, b) for a, b in zip(pts, pts[1:]) if a[1] > level >= b[1]), None)
+    (x1, g1), (x2, g2) = pair or pts[-2:]
+    return _log_linear(x1, g1, x2, g2, level), pair is None
 
 
-def _bracketed(xs: np.ndarray, gaps: np.ndarray, level: float) -> float:
-    """One draw's crossing inside the sweep: the first x at or below ``level`` when the first point is,
-    +inf when no point falls to it (beyond the sweep), else log-linear between the bracketing points."""
-    below = np.nonzero(gaps <= level)[0]
-    if not len(below):
-        return math.inf
-    i = below[0]
-    if i == 0:
-        return float(xs[0])
-    l1, l2 = math.log(max(gaps[i - 1], 1e-3)), math.log(max(gaps[i], 1e-3))
-    return float(xs[i - 1] + (l1 - math.log(level)) / (l1 - l2) * (xs[i] - xs[i - 1]))
+def _bracketed(xs: np.ndarray, draws: np.ndarray, level: float) -> np.ndarray:
+    """Each draw's (row's) crossing inside the sweep: the first x when the gap is at or below ``level``
+    there, +inf when no point falls to it (beyond the sweep), else log-linear between the bracketing points."""
+    below = draws <= level
+    first = below.argmax(axis=1)
+    out = np.full(len(draws), math.inf)
+    for i in np.unique(first[below.any(axis=1)]):  # one pass per bracketing pair, not per draw
+        rows = below.any(axis=1) & (first == i)
+        if i == 0:
+            out[rows] = xs[0]
+            continue
+        l1, l2 = np.log(np.maximum(draws[rows, i - 1], 1e-3)), np.log(np.maximum(draws[rows, i], 1e-3))
+        out[rows] = xs[i - 1] + (l1 - math.log(level)) / (l1 - l2) * (xs[i] - xs[i - 1])
+    return out
 
 
 @dataclass(frozen=True)
@@ -75,17 +81,22 @@ class Threshold:
     x_max: float
     seeds: int
 
+    @property
+    def open_below(self) -> bool:
+        """The level reached at or before the first point in the lower tail: the interval reaches below the sweep."""
+        return self.lo <= self.x_min
+
     def holds(self, paper: float, within: float = READ_WITHIN) -> bool:
         """The paper's value inside the interval widened by ``within`` (an open end is open)."""
         if math.isnan(self.lo):
             return False
-        lo = -math.inf if self.lo <= self.x_min else self.lo
+        lo = -math.inf if self.open_below else self.lo
         return lo - within <= paper <= self.hi + within
 
     def width(self) -> float:
         """hi − lo; inf for an open upper end, and for an open lower end (the level reached at or before
         the first point: the interval reaches below the sweep)."""
-        return math.inf if self.lo <= self.x_min or math.isinf(self.hi) else self.hi - self.lo
+        return math.inf if self.open_below or math.isinf(self.hi) else self.hi - self.lo
 
     def verdict(self, paper: float) -> str:
         """``agrees``, ``differs`` or ``no evidence`` (see the module's rule); ``no result`` without an
@@ -101,7 +112,7 @@ class Threshold:
             return "no interval"
         if math.isinf(self.lo):
             return f"[> {self.x_max:.2f}]"  # nearly every draw: beyond the sweep
-        lo = f"≤ {self.x_min:.2f}" if self.lo <= self.x_min else f"{self.lo:.2f}"
+        lo = f"≤ {self.x_min:.2f}" if self.open_below else f"{self.lo:.2f}"
         hi = f"> {self.x_max:.2f}" if math.isinf(self.hi) else f"{self.hi:.2f}"
         return f"[{lo}, {hi}]"
 
@@ -130,19 +141,9 @@ def threshold(xs: Sequence[float], gaps: Sequence[float], ses: Sequence[float], 
     df = np.maximum(nn - 1, 1)
     t = rng.standard_t(df, size=(draws, len(x)))  # one t per point: each point's seeds are other nets
     sample = g + t * se
-    cross = np.array([_bracketed(x, row, level) for row in sample])
+    cross = _bracketed(x, sample, level)
     tail = (1 - CONFIDENCE) / 2
     # order statistics, not interpolation: inf (beyond the sweep) sorts last and opens the upper end
     lo, hi = np.quantile(cross, tail, method="lower"), np.quantile(cross, 1 - tail, method="higher")
     return Threshold(point, extrapolated, float(lo), float(hi), float(x[0]), float(x[-1]), seeds)
 
-
-def of_cells(cells, level: float = LEVEL, seed: int = 0) -> Optional[Threshold]:
-    """The rule on the cells of one routing K sweep (a frame with K_over_M, gap, the errors' s.e. and
-    n; only cells whose trained error left the plateau, ``learned``): the gap's s.e. is taken as
-    √(s.e.² trained + s.e.² untrained), as the report's per-cell marks take it. None: under two cells."""
-    c = cells[cells.learned & cells.gap.notna()] if "learned" in cells else cells[cells.gap.notna()]
-    if len(c) < 2:
-        return None
-    se = np.hypot(c.err_trained_se.fillna(0).to_numpy(float), c.err_untrained_se.fillna(0).to_numpy(float))
-    return threshold(list(c.K_over_M), list(c.gap), list(se), list(c.n), level, seed=seed)

@@ -25,7 +25,7 @@ import pandas as pd
 from gatelab.core.results import git_commit
 from gatelab.papers import report, thresholds
 from gatelab.papers.thresholds import crossing as gap_crossing  # noqa: F401 (the rule's point estimate)
-from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, scan, table, with_fan
+from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, gap_se, scan, sweep_threshold, table, with_fan
 
 FACTORS = ("M", "epochs", "limits", "lr", "decoder_fan")
 FIXED = ("task", "regime", "gain", "h")
@@ -62,12 +62,11 @@ def isolation(df: pd.DataFrame) -> pd.DataFrame:
         if diff is None:
             continue
         g = df[(df[list(FIXED + FACTORS)] == s[list(FIXED + FACTORS)]).all(axis=1)].sort_values("K_over_M")
-        t = thresholds.of_cells(g)
+        t = sweep_threshold(g)
         crossing, extrapolated = (t.point, t.extrapolated) if t else (math.nan, False)
         line = {"factor": " + ".join(diff) or "base", "value": _values(s, diff), "base_value": _values(base, diff),
                 **{f: s[f] for f in FIXED + FACTORS},
-                "points": "; ".join(f"{r.K_over_M:.2f}: {r.gap:.2f} ± {math.hypot(r.err_untrained_se, r.err_trained_se):.2f}"
-                                    for r in g.itertuples()),
+                "points": "; ".join(f"{km:.2f}: {gap:.2f} ± {se:.2f}" for km, gap, se in zip(g.K_over_M, g.gap, gap_se(g))),
                 "n": report.joined(g.n), "err_trained": g.err_trained.mean(),
                 "k_over_m_at_gap": crossing, "extrapolated": extrapolated,
                 "k_over_m_lo": t.lo if t else math.nan, "k_over_m_hi": t.hi if t else math.nan,
@@ -140,6 +139,8 @@ def write_isolation(runs_dir: Path, out: Path, command: str = "") -> Optional[pd
     if not rows and (Path(out) / "isolation.csv").is_file():
         iso = rejudged(out)
         before = md.read_text().partition("## Provenance\n")[2] if md.is_file() else ""
+        # an earlier re-judgement is superseded by this one: judging twice gives the same bytes
+        before = "".join(ln for ln in before.splitlines(keepends=True) if not ln.startswith("- re-judged by"))
         text = render(iso, [], command).partition("## Provenance\n")[0] + "## Provenance\n" + (
             f"- re-judged by `{command}` from the previous isolation.csv alone (no runs below {runs_dir}), code "
             f"commit {git_commit() or '?'}; the render it came from:\n" + before)

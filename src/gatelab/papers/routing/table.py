@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from gatelab.core.results import git_commit
@@ -72,6 +73,22 @@ def with_fan(df: pd.DataFrame) -> pd.DataFrame:
     return df if "decoder_fan" in df.columns else df.assign(decoder_fan="per_decoder")
 
 
+def gap_se(cells: pd.DataFrame) -> pd.Series:
+    """The s.e. of each cell's gap, √(s.e.² trained + s.e.² untrained) (the two errors taken as independent;
+    a missing s.e., one seed, as 0): what the per-cell marks, the threshold rule and the gain test use."""
+    return pd.Series(np.hypot(cells.err_trained_se.fillna(0).to_numpy(float),
+                              cells.err_untrained_se.fillna(0).to_numpy(float)), index=cells.index)
+
+
+def sweep_threshold(cells: pd.DataFrame) -> Optional[thresholds.Threshold]:
+    """The threshold rule (:func:`gatelab.papers.thresholds.threshold`) on the cells of one K sweep that
+    left the plateau (``learned``); None with fewer than two."""
+    c = cells[cells.learned & cells.gap.notna()] if "learned" in cells else cells[cells.gap.notna()]
+    if len(c) < 2:
+        return None
+    return thresholds.threshold(list(c.K_over_M), list(c.gap), list(gap_se(c)), list(c.n))
+
+
 def table(rows: list[dict]) -> pd.DataFrame:
     """One line per (task, regime, M, K, gain, ...): completed seeds, mean ± s.e. of each metric."""
     df = pd.DataFrame(rows)
@@ -107,7 +124,7 @@ def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
     for (task, regime, m, epochs, fan), g in df[df.gain == 1.0].groupby(SWEEP):
         if g.K.nunique() < 2:
             continue
-        t = thresholds.of_cells(g.sort_values("K"))
+        t = sweep_threshold(g.sort_values("K"))
         paper = PAPER_ZERO_SHOT.get(regime, math.nan)
         out.append({"task": task, "regime": regime, "M": m, "epochs": epochs, "decoder_fan": fan, "K_values": len(g),
                     "K_over_M": t.point if t else math.nan, "extrapolated": bool(t and t.extrapolated),
@@ -169,7 +186,7 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
         f"epochs {report.joined(df.epochs)}, lr {report.joined(df.lr)}, h {report.joined(df.h)}, "
         f"examples train/test {report.joined(df.limits)}"]) if rows else [
         f"- command: `{command}`" if command else "- command: (not given)",
-        f"- re-rendered by today's rules from the previous routing.csv alone (no runs below the runs directory), "
+        f"- {RERENDERED} from the previous routing.csv alone (no runs below the runs directory), "
         f"code commit {git_commit() or '?'}"])]
     excluded = [(f"{r.task}/{r.regime}/K={r.K}/gain={r.gain:g}", r.excluded) for _, r in every.iterrows() if r.excluded]
     out += report.not_counted(excluded, bad)
@@ -264,6 +281,9 @@ def provenance_blocks(md: str) -> list[tuple[str, ...]]:
     return [tuple(b) for b in blocks]
 
 
+RERENDERED = "re-rendered by today's rules"
+
+
 def kept_rows(out: Path, new: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, ...]]]:
     """The lines of the report's previous ``routing.csv`` whose settings (``GROUP``) have no run below the
     runs directory now (runs made on another machine or pruned), and every provenance block of the
@@ -294,7 +314,8 @@ def write_table(runs_dir: Path, out: Path, command: str = "", keep: bool = False
     if len(old):
         both = pd.concat([df, old], ignore_index=True).sort_values(GROUP).reset_index(drop=True)
         own = provenance_blocks(md)
-        earlier = list(dict.fromkeys(b for b in prov if b not in own))
+        # a render from the CSV alone made no lines of its own: the next one supersedes it (same bytes twice)
+        earlier = list(dict.fromkeys(b for b in prov if b not in own and not any(RERENDERED in ln for ln in b)))
         note = [f"- kept from earlier renders ({len(old)} lines whose runs are not below {runs_dir}); the renders "
                 "they may come from:", *[f"  {ln}" for block in earlier for ln in block]]
         head, sep, tail = md.partition("\n## Not counted")

@@ -172,10 +172,10 @@ def gain_orders(g) -> list:
     below 1 and with a gain of 1 or more left the plateau: gains compared at equal length only; holds when
     every small gain's gap lies below every large gain's by more than 2 s.e. (the claim is "only at small
     initial scales", not an order among the large gains); reversed when one lies above by 2 s.e."""
+    from gatelab.papers.routing.table import gap_se
     out = []
     for e, c in g[g.learned & g.n.gt(0)].groupby("epochs"):
-        c = c.sort_values("gain").assign(se=lambda d: [math.hypot(a, b) for a, b in zip(
-            d.err_trained_se.fillna(0), d.err_untrained_se.fillna(0))])
+        c = c.sort_values("gain").assign(se=gap_se)
         small, large = c[c.gain < 1], c[c.gain >= 1]
         if not (len(small) and len(large)):
             continue
