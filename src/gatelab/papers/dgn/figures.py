@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -15,10 +16,22 @@ from gatelab.analyses import kernels
 
 # ---- Figures 1-4: Gram matrices at initialisation and the role of depth (experiments 1-2) ----
 
+# runs: random nets per (w, d) of DGN-FRG (paper 001 Fig 7, the same experiment as 002 Figs 1 and 3: "averaged
+# over 10 runs"; 002 Fig 3 says 5); runs_fig4: GaLU and ReLU nets per depth (002 Fig 4: 5 runs); entry_runs: Fig 2's (20)
 FRG_SCALES = {
-    "paper": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=5, entry_runs=20, steps=1000, w_galu=100),
-    "quick": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=2, entry_runs=5, steps=150, w_galu=100),
+    "paper": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=10, runs_fig4=5, entry_runs=20, steps=1000,
+                  w_galu=100),
+    "quick": dict(depths=[2, 4, 6, 8, 12, 16, 20], widths=[25, 500], runs=2, runs_fig4=2, entry_runs=5, steps=150,
+                  w_galu=100),
 }
+
+
+def nets(scale: dict, kind: str, df: Optional[pd.DataFrame] = None) -> int:
+    """Random nets averaged per (width, depth) for ``kind`` (``frg``, ``galu`` or ``relu``): the ``n`` of a
+    CSV ``df`` where it has one, else the scale's."""
+    if df is not None and "n" in df and len(df):
+        return int(df.n.iloc[0])
+    return scale["runs"] if kind == "frg" else scale.get("runs_fig4", scale["runs"])
 N_EXAMPLES, MU = 200, 0.5
 
 
@@ -108,14 +121,15 @@ def frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame
 
 
 def frg_data(scale: dict, kind: str = "frg", inputs: str = "square") -> dict[str, pd.DataFrame]:
-    """Spectra of K0/d and GD convergence per (width, depth), averaged over runs; for ``frg`` also the
-    ideal spectrum of eq. (5) and the K0 entries (Figure 2); ``inputs``: Figure 4's (``FIG4_INPUTS``)."""
+    """Spectra of K0/d and GD convergence per (width, depth), averaged over :func:`nets` random nets (column
+    ``n``); for ``frg`` also the ideal spectrum of eq. (5) and the K0 entries (Figure 2); ``inputs``: Figure
+    4's (``FIG4_INPUTS``)."""
     gen = torch.Generator().manual_seed(0)
     widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
     spectra, conv = [], []
     for w in widths:
         for d in scale["depths"]:
-            for run in range(scale["runs"]):
+            for run in range(nets(scale, kind)):
                 x, y, d_in = _inputs(kind, gen, inputs)
                 weights, g = frg_network(len(x), w, d, gen, gates=kind, d_in=d_in)
                 gates = _gates_for(kind, g, x)
@@ -125,10 +139,12 @@ def frg_data(scale: dict, kind: str = "frg", inputs: str = "square") -> dict[str
                 for t, r in enumerate(_train_gd(weights, gates, x, y, scale["steps"])):
                     conv.append({"width": w, "depth": d, "run": run, "step": t, "err_ratio": r})
     spec = pd.DataFrame(spectra).groupby(["width", "depth", "index"], as_index=False)[["eig", "eig_over_max"]].mean()
+    spec["n"] = nets(scale, kind)
     spec["ecdf"] = spec.groupby(["width", "depth"])["eig"].cumsum()
     spec["ecdf_over_max"] = spec.groupby(["width", "depth"])["eig_over_max"].cumsum()
     out = {"spectrum": spec,
-           "convergence": pd.DataFrame(conv).groupby(["width", "depth", "step"], as_index=False)["err_ratio"].mean(),
+           "convergence": pd.DataFrame(conv).groupby(["width", "depth", "step"], as_index=False)["err_ratio"].mean()
+           .assign(n=nets(scale, kind)),
            "entries": pd.DataFrame()}
     if kind == "frg":
         ideal = pd.DataFrame([{"depth": d, "index": i + 1, "eig": v} for d in scale["depths"]
@@ -156,7 +172,7 @@ def figure1_plot(res: dict, scale: dict):
             ax.plot(sub["index"], sub.ecdf, color=color[d])
     axes[0].set_title("ideal, eq. (5)", fontsize=9)
     for ax, w in zip(axes[1:], widths):
-        ax.set_title(f"w={w}, µ={MU}, {scale['runs']} runs", fontsize=9)
+        ax.set_title(f"w={w}, µ={MU}, {nets(scale, 'frg', spec)} runs", fontsize=9)
     for ax in axes:
         ax.set_xlabel("eigenvalue index (ascending)")
     axes[0].set_ylabel("cumulative eigenvalue of K0/d")
@@ -241,7 +257,7 @@ def figures1_4(scale: dict, out: Path, kinds=("frg", "galu", "relu"), inputs: st
                                                                res["ideal"].assign(source="ideal")]), out, "dgn_figure1")
             plotting.save(figure2_plot(res["entries"], scale), res["entries"], out, "dgn_figure2")
         data = "" if kind == "frg" else FIG4_INPUTS[inputs]
-        plotting.save(convergence_plot(res, widths, scale["depths"], name, scale["runs"],
+        plotting.save(convergence_plot(res, widths, scale["depths"], name, nets(scale, kind),
                                        "Fig 3" if kind == "frg" else "Fig 4", data), res["convergence"], out, fig_name)
         res["spectrum"].to_csv(Path(out) / f"{fig_name}_spectrum.csv", index=False, float_format="%.6g")
     return results

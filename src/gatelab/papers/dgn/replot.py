@@ -7,7 +7,8 @@ import pandas as pd
 
 from gatelab.papers import plotting
 from gatelab.papers.dgn.figure10 import figure10_plot
-from gatelab.papers.dgn.figures import FIG4_INPUTS, FIG4_NAMES, FRG_SCALES, convergence_plot, figure1_plot, figure2_plot
+from gatelab.papers.dgn.figures import (FIG4_INPUTS, FIG4_NAMES, FRG_SCALES, convergence_plot, figure1_plot, figure2_plot,
+                                        nets)
 from gatelab.papers.dgn.adaptable_gates import FIG7_SCALES, figure7_plot, figure8_plot
 
 def replot(out: Path, scale: str) -> list[str]:
@@ -23,13 +24,13 @@ def replot(out: Path, scale: str) -> list[str]:
     if (entries := csv("dgn_figure2")) is not None:
         plotting.save(figure2_plot(entries, frg), entries, out, "dgn_figure2")
         done.append("dgn_figure2")
-    figs = [("dgn_figure3", "DGN-FRG", frg["widths"], "")]
-    figs += [(f"dgn_figure4_{kind}{suffix}", label, [frg["w_galu"]], FIG4_INPUTS[inputs])
+    figs = [("dgn_figure3", "DGN-FRG", frg["widths"], "", "frg")]
+    figs += [(f"dgn_figure4_{kind}{suffix}", label, [frg["w_galu"]], FIG4_INPUTS[inputs], kind)
              for inputs, suffix in FIG4_NAMES.items() for kind, label in (("galu", "GaLU"), ("relu", "ReLU"))]
-    for name, label, widths, data in figs:
+    for name, label, widths, data, kind in figs:
         conv, spec = csv(name), csv(f"{name}_spectrum")
         if conv is not None and spec is not None:
-            fig = convergence_plot({"convergence": conv, "spectrum": spec}, widths, frg["depths"], label, frg["runs"],
+            fig = convergence_plot({"convergence": conv, "spectrum": spec}, widths, frg["depths"], label, nets(frg, kind, conv),
                                    "Fig 3" if name == "dgn_figure3" else "Fig 4", data)
             plotting.save(fig, conv, out, name)
             done.append(name)
