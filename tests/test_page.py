@@ -152,3 +152,25 @@ def test_the_tally_counts_each_experiment_once_and_no_identity_check_as_agreemen
     text = page.render(got=got)
     assert "Of the 2 experiments with a result, each counted once (1 items" in text
     assert "): 1 agree, 1 differ, 0 are not comparable" in text
+
+
+def test_a_rows_run_counts_come_from_its_csv_else_its_provenance(tmp_path):
+    """Issue #39: no count in a row's text is typed. The CSV's ``n`` decides; a CSV made before it had
+    one falls back to its command's PROVENANCE line; neither gives "?"."""
+    from gatelab.papers.dgn import verdicts
+    rel = tmp_path / verdicts.FIGS
+    rel.mkdir()
+    lines = []
+    for src, n in (("measured", 7), ("ideal", None)):
+        for w in ((25, 500) if src == "measured" else (None,)):
+            for i in (1, 2):
+                lines.append({"width": w, "depth": 2, "index": i, "eig": 0.5 * i, "ecdf": 0.5 * i * (1 + (w == 25)),
+                              "source": src, "n": n})
+    pd.DataFrame(lines).to_csv(rel / "dgn_figure1.csv", index=False)
+    assert verdicts.figure1(tmp_path).runs == "7 random nets per (w, d)"
+    pd.DataFrame(lines).drop(columns="n").to_csv(rel / "dgn_figure1.csv", index=False)
+    assert verdicts.figure1(tmp_path).runs == "? random nets per (w, d)"
+    (rel / "PROVENANCE.md").write_text(
+        "- `python -m gatelab.papers.dgn figures1-4 --scale paper --out x`: commit abc, cpu, scale {'runs': 4, 'steps': 9}\n"
+        "- `python -m gatelab.papers.dgn figures7-8 --scale paper`: commit abc, cpu, scale {'seeds': 3}\n")
+    assert verdicts.figure1(tmp_path).runs == "4 random nets per (w, d)"

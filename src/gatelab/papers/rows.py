@@ -73,6 +73,25 @@ def runs_of(root: Path, rel: str) -> str:
     return f"{done} runs"
 
 
+def scale_of(root: Path, rel: str, command: str) -> dict:
+    """The scale dict that ``<rel>/PROVENANCE.md`` records for the last line of ``command`` (a figure CLI's
+    subcommand, e.g. ``figures7-8``): the parameters a CSV does not carry. {} when there is no such line."""
+    import ast
+    p = Path(root) / rel / "PROVENANCE.md"
+    found = re.findall(rf"^- `python -m \S+ {re.escape(command)}\b.*, scale (\{{.*\}})$", p.read_text(), re.M) \
+        if p.is_file() else []
+    return ast.literal_eval(found[-1]) if found else {}
+
+
+def count_of(df: pd.DataFrame, fallback: Optional[int], column: str = "n") -> str:
+    """The number of runs a CSV averaged: its ``column`` (one value, or a range), else ``fallback``
+    (read from the provenance), else "?"."""
+    if column in df and df[column].notna().any():
+        lo, hi = int(df[column].min()), int(df[column].max())
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+    return str(fallback) if fallback is not None else "?"
+
+
 def qualitative(agrees: bool, test: str) -> str:
     """The verdict on a figure without published numbers: whether ours passes ``test``, the check of the
     feature the paper states."""

@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 from gatelab.papers import report
-from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
+from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, qualitative, runs_of, scale_of
 
 FIGS = "dgn-figures-paper"
 FIGS_QUICK = "dgn-figures"
@@ -14,6 +14,12 @@ FIGS_QUICK = "dgn-figures"
 def _figs(root: Path, name: str):
     """(report, scale, frame) of a figure's CSV: the paper-scale report first."""
     return first_csv(root, ((FIGS, "paper"), (FIGS_QUICK, "quick")), f"{name}.csv")
+
+
+def _nets(root: Path, rel: str, df, key: str = "runs") -> str:
+    """Random nets per cell of a figures1-4 CSV: its ``n``, else its provenance's ``key`` (CSVs made before ``n``)."""
+    scale = scale_of(root, rel, "figures1-4")
+    return count_of(df, scale.get(key, scale.get("runs")))
 
 
 def _final(df, by: str = "depth"):
@@ -30,7 +36,7 @@ def figure1(root: Path) -> Row:
     m["gap"] = (m.ecdf - m.ecdf_ideal).abs() / m.groupby(["width", "depth"]).ecdf_ideal.transform("max")
     by_w = m.groupby("width").gap.mean()
     w_small, w_large = int(by_w.index.min()), int(by_w.index.max())
-    return Row(scale, rel, "5 random nets per (w, d)",
+    return Row(scale, rel, f"{_nets(root, rel, meas)} random nets per (w, d)",
                f"mean |e.c.d.f − ideal| / n: {by_w[w_small]:.3f} at w={w_small}, {by_w[w_large]:.3f} at w={w_large}",
                "closer to the ideal eq. (5) at w=500 than at w=25",
                qualitative(by_w[w_large] < by_w[w_small], "closer to the ideal at the larger width"))
@@ -81,7 +87,7 @@ def figure3(root: Path) -> Row:
     small = _final(df[df.width == df.width.min()])
     best = int(small.idxmin())
     agrees = small.index.min() < best < small.index.max()
-    return Row(scale, rel, "5 random nets per (w, d), 1000 GD steps",
+    return Row(scale, rel, f"{_nets(root, rel, df)} random nets per (w, d), {int(df.step.max())} GD steps",
                f"w={df.width.min()}: ‖e‖² ratio after the last step {small.iloc[0]:.2g} (d={small.index[0]}), "
                f"{small.min():.2g} (d={best}), {small.iloc[-1]:.2g} (d={small.index[-1]})",
                "convergence improves with depth, then degrades at a fixed width (Thm 2.3)",
@@ -96,7 +102,9 @@ def figure4(root: Path) -> Row:
     g, r = _final(galu), _final(relu)
     better = int((g < r).sum())
     deeper = g.iloc[-1] < g.iloc[0]  # the paper's claims: better with depth, and GaLU better than ReLU (most depths)
-    return Row(scale, rel, "5 random nets per depth, w=100, x ~ U([−1,1]²), n=100",
+    from gatelab.papers.dgn.figures import FIG4_INPUTS
+    return Row(scale, rel, f"{_nets(root, rel, galu, 'runs_fig4')} random nets per depth, w={int(galu.width.iloc[0])}, "
+               + FIG4_INPUTS["square"].replace(" (experiment 2)", ""),
                f"after the last step: GaLU {g.iloc[0]:.2g} (d={g.index[0]}) → {g.iloc[-1]:.2g} (d={g.index[-1]}); "
                f"GaLU below ReLU at {better} of {len(g)} depths",
                "convergence improves with depth; GaLU optimises better than ReLU",
@@ -109,7 +117,12 @@ def _last(df, network: str, col: str):
     return sub[col].iloc[-1], sub.get(f"{col}_std", sub[col] * math.nan).iloc[-1]
 
 
-FIG7_SEEDS = 5  # the runs per network that dgn_figure7.csv averages (its provenance: seeds 5)
+
+
+def _seeds(root: Path, rel: str, df) -> int:
+    """The seeds per network that a figures7-8 CSV averages: its ``n``, else its provenance's ``seeds``."""
+    n = count_of(df, scale_of(root, rel, "figures7-8").get("seeds"))
+    return int(n) if n.isdigit() else 0
 FIG7_CLAIMS = [("soft-GaLU β=4", "GaLU frozen"), ("soft-ReLU β=4", "GaLU frozen"), ("ReLU", "GaLU frozen"),
                ("ReLU", "frozen ReLU"), ("learned gates", "GaLU frozen")]
 FIG7_CONTROL = ("GaLU frozen", "frozen ReLU")  # both gates frozen at random: no order claimed, none may be found
@@ -124,9 +137,11 @@ def figure7(root: Path) -> Row:
     if df is None:
         return missing(FIGS, "`make dgn-figures FIG_SCALE=paper` (1 h on a CPU)")
 
+    seeds = _seeds(root, rel, df)
+
     def cell(net):
         m, sd = _last(df, net, "test_acc")
-        return Stats(100 * m, (100 * sd) ** 2, FIG7_SEEDS)
+        return Stats(100 * m, (100 * sd) ** 2, seeds)
 
     def words(t, a, b):
         return f"{a} > {b}: Δ {t.diff:+.2f} ± {t.se:.2f} s.e."
@@ -137,10 +152,10 @@ def figure7(root: Path) -> Row:
     held = len(tests) - len(failed)
     found = any(t.holds for t in control)
     ctl = f"control {ca} vs {cb}: Δ {control[0].diff:+.2f} ± {control[0].se:.2f} s.e. ({'an order found: no evidence' if found else 'no order: rejected'})"
-    feature = "each ordering of experiments 3-5 by more than 2 s.e. of the difference (Welch, 5 seeds)"
+    feature = f"each ordering of experiments 3-5 by more than 2 s.e. of the difference (Welch, {seeds} seeds)"
     verdict = (f"qualitative: no evidence (test: {feature}; {ctl})" if found else
                qualitative(not failed, feature) + f"; {ctl}")
-    return Row(scale, rel, f"6 networks × {FIG7_SEEDS} seeds, 100 epochs",
+    return Row(scale, rel, f"{df.network.nunique()} networks × {seeds} seeds, {int(df.epoch.max())} epochs",
                f"{held} of {len(tests)} orderings hold by 2 s.e. at the last epoch"
                + (f" (not: {'; '.join(failed)})" if failed else ""),
                "adaptable and learned gates generalise better than frozen", verdict)
@@ -157,7 +172,8 @@ def figure8(root: Path) -> Row:
     pairs = [("learned gates", "GaLU frozen"), ("soft-GaLU β=4", "GaLU frozen"), ("ReLU", "GaLU frozen")]
     held = sum(end.nu[a] < end.nu[b] for a, b in pairs)
     panels = [NU_PANELS[c] for c in NU_PANELS if c in end and end[c].notna().any()]
-    return Row(scale, rel, "4 networks × 5 seeds, ν every 10 epochs",
+    every = scale_of(root, rel, "figures7-8").get("nu_every", "?")
+    return Row(scale, rel, f"{df.network.nunique()} networks × {_seeds(root, rel, df)} seeds, ν every {every} epochs",
                f"ν(K̂) at epoch {int(df.epoch.max())}: learned {end.nu['learned gates']:.0f}, soft-GaLU "
                f"{end.nu['soft-GaLU β=4']:.0f}, ReLU {end.nu['ReLU']:.0f}, GaLU frozen {end.nu['GaLU frozen']:.0f}; "
                f"panels drawn: {', '.join(panels)}", "ν_t smaller for learned / adaptable gates than frozen",
@@ -169,11 +185,12 @@ def figure10(root: Path) -> Row:
     rel, scale, df = _figs(root, "dgn_figure10_summary")
     if df is None:
         return missing(FIGS, "`python -m gatelab.papers.dgn figure10` (seconds)")
-    se = df.K0_std / math.sqrt(5)
+    fig10 = scale_of(root, rel, "figure10")
+    se = df.K0_std / math.sqrt(fig10.get("runs", math.nan))
     k_ok = int(((df.K0 - df.K0_ideal).abs() <= SE * se.where(se > 0, 1e-9)).sum())
     first_ok = bool(((df.rate_first - df.rate_ideal).abs() <= 0.05).all())
     faster = bool((df.rate_mean < df.rate_ideal).all())
-    return Row("paper", rel, "5 random nets per depth, w=100",
+    return Row("paper", rel, f"{fig10.get('runs', '?')} random nets per depth, w={fig10.get('w', '?')}",
                f"K0 within {SE} s.e. of d at {k_ok} of {len(df)} depths; first-step rate "
                f"{df.rate_first.min():.3f}-{df.rate_first.max():.3f}; mean rate {df.rate_mean.max():.2f} to "
                f"{df.rate_mean.min():.2f}", "E[K0] = d; rate 0.81, faster as K_t grows",
@@ -305,7 +322,7 @@ def figure10_block(root: Path) -> list[str]:
     df = csv(root, f"{FIGS}/dgn_figure10_summary.csv")
     if df is None:
         return ["(no dgn_figure10_summary.csv)"]
-    out = ["| depth d | K0 (mean ± std, 5 nets) | E[K0] = d | first-step rate | mean rate until e² < 1e-20 | ideal |",
+    out = [f"| depth d | K0 (mean ± std, {scale_of(root, FIGS, 'figure10').get('runs', '?')} nets) | E[K0] = d | first-step rate | mean rate until e² < 1e-20 | ideal |",
            "|---|---|---|---|---|---|"]
     for r in df.itertuples():
         out.append(f"| {r.depth} | {r.K0:.2f} ± {r.K0_std:.2f} | {r.K0_ideal:g} | {r.rate_first:.3f} | {r.rate_mean:.3f} | "

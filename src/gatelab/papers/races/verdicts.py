@@ -9,7 +9,7 @@ import pandas as pd
 
 from gatelab.papers import report
 from gatelab.papers.races.table1 import _pm
-from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
+from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, qualitative, runs_of
 
 DROP_PAPER = 300  # "the loss drops around t=300" (Fig 1a; d=300, N=200, small init)
 
@@ -122,13 +122,15 @@ def figure3a(root: Path) -> Row:
     df = csv(root, "races/figure3.csv")
     if df is None:
         return missing("races", "`make races`")
-    a = df[(df.panel == "3a") & (sigma0(df.sigma0) == 1e-5) & (df.epochs == 100)].groupby(["d", "N"]).k_end.mean().unstack("N")
+    grid = df[(df.panel == "3a") & (sigma0(df.sigma0) == 1e-5) & (df.epochs == 100)]
+    a = grid.groupby(["d", "N"]).k_end.mean().unstack("N")
+    seeds = count_of(grid.groupby(["d", "N"]).seed.nunique().rename("n").to_frame(), None)
     big = [n for n in a.columns if n >= 200]
     rises = bool((a[big].diff(axis=1).iloc[:, 1:] >= -1).all().all())
     small_d = [d for d in a.index if d <= 100]
     saturates = bool(all(a.loc[d, max(a.columns)] >= 0.95 * d for d in small_d))
     below = bool((a.loc[[d for d in a.index if d >= 100], min(a.columns)] > a.loc[[d for d in a.index if d >= 100], 200]).any())
-    return Row("paper", "races", f"{len(a.index)} widths × {len(a.columns)} N × 5 seeds, σ₀=1e-5, 100 epochs",
+    return Row("paper", "races", f"{len(a.index)} widths × {len(a.columns)} N × {seeds} seeds, σ₀=1e-5, 100 epochs",
                "k at N=4000: " + ", ".join(f"d={int(d)}: {a.loc[d, max(a.columns)]:.0f}" for d in a.index),
                "k rises with N until it saturates at d", qualitative(rises and saturates, "rises from N=200, saturates at d ≤ 100")
                + ("; below N=200 k falls with N for d ≥ 100 (races/SUMMARY.md)" if below else ""))
@@ -138,12 +140,13 @@ def figure3b(root: Path) -> Row:
     df = csv(root, "races/figure3.csv")
     if df is None:
         return missing("races", "`make races`")
-    b = df[df.panel == "3b"].assign(sigma0=lambda x: sigma0(x.sigma0)).groupby(["sigma0", "N", "when"]).k.mean()
+    cells = df[df.panel == "3b"].assign(sigma0=lambda x: sigma0(x.sigma0)).groupby(["sigma0", "N", "when"])
+    b, seeds = cells.k.mean(), count_of(cells.seed.nunique().rename("n").to_frame(), None)
     small, large = b.loc[1e-5], b.loc[1e-3]
     aligned = bool((small.xs("before drop", level="when") < small.xs("init", level="when")).all())
     end_l, end_s = large.xs("end", level="when").align(small.xs("end", level="when"), join="inner")
     more = bool((end_l >= end_s).all())
-    return Row("paper", "races", "5 seeds per cell",
+    return Row("paper", "races", f"{seeds} seeds per cell",
                f"σ₀=1e-5, N=200: k {small.loc[(200, 'init')]:.0f} → {small.loc[(200, 'before drop')]:.0f} before the drop → "
                f"{small.loc[(200, 'end')]:.0f}; σ₀=1e-3 ends at {large.loc[(200, 'end')]:.0f}",
                "neurons align during the plateau; a larger init gives more clusters",
