@@ -435,3 +435,29 @@ def test_the_loss_drop_isolation_reads_each_settings_drop_from_its_traced_runs(t
     assert df.loc["lr", "drop_mean"] < df.loc["base", "drop_mean"] and df.loc["lr", "vs_base"] < 1
     by_hand = [races.drop_step(races.loss_curve(r)) for r in every if r.n == 40 and r.config["optimizer"]["lr"] == 0.005]
     assert df.loc["base", "drop_mean"] == pytest.approx(sum(by_hand) / 2)
+
+
+def test_figure7_isolation_changes_one_choice_at_a_time_and_judges_from_its_csv(tiny_root, tmp_path):
+    """Issue #39: Fig 7's count under each open choice. The default line is Fig 7's own count (same data, probes
+    and draw); a data draw is another balanced set of the same size; the summary names only the variants
+    that move the count in or out of §3's 10-100."""
+    from gatelab.papers.races import appendix
+    from gatelab.analyses import neurons
+    small = {"probes": 300}
+    choices = {("default", "d"): small, ("input scale", "unit"): dict(small, normalize="unit"),
+               ("data draw", "draw 1"): dict(small, draw=1)}
+    df = appendix.figure7_isolation(str(tiny_root), (8, 40), 0, choices, pool=80)
+    assert len(df) == 3 * 2 * 2 and set(df.sign) == {1, -1}
+    x, y = appendix.training_set(appendix.race_cfg(40), str(tiny_root))
+    ref = neurons.stable_cell_trace(x, y, 300, 200, 5, torch.Generator().manual_seed(0), (1, -1))
+    base = df[(df.choice == "default") & (df.N == 40)].set_index("sign").stable_cells
+    assert base.to_dict() == {sg: t[-1] for sg, t in ref.items()}
+    xd, yd = appendix.cells_data(40, str(tiny_root), draw=1, pool=80)
+    assert xd.shape == x.shape and int(yd.sum()) == 20 and not torch.equal(torch.as_tensor(xd), torch.as_tensor(x))
+    assert torch.equal(torch.as_tensor(appendix.cells_data(40, str(tiny_root), draw=1, pool=80)[0]), torch.as_tensor(xd))
+    md = appendix.figure7_isolation_md(df)
+    summary = appendix.figure7_isolation_summary(df)
+    assert summary in md and f"the default {int(df[df.choice == 'default'].in_paper_range.sum())} of 4" in summary
+    rigged = df.copy()
+    rigged.loc[rigged.choice == "input scale", "in_paper_range"] = bool(df[df.choice == "default"].in_paper_range.sum() < 4)
+    assert "unit: " in appendix.figure7_isolation_summary(rigged)

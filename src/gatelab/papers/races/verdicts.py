@@ -191,8 +191,9 @@ def figure6(root: Path) -> Row:
 
 
 def figure7(root: Path) -> Row:
-    from gatelab.papers.races.appendix import FIG7_PAPER
+    from gatelab.papers.races.appendix import FIG7_PAPER, figure7_isolation_summary
     df = csv(root, f"{APPENDIX}/figure7.csv")
+    iso = csv(root, f"{APPENDIX}/figure7_isolation.csv")
     if df is None:
         return missing(APPENDIX, "`python -m gatelab.papers.races figure7 --data <root> --out outputs/reports/races-appendix`")
     lo, hi = FIG7_PAPER
@@ -203,8 +204,10 @@ def figure7(root: Path) -> Row:
                f"means {means.min():.1f}-{means.max():.1f} at N {sizes[0]}-{sizes[-1]}",
                f"{lo}-{hi} (§3, for its CIFAR-10 datasets)",
                qualitative(inside == len(means), f"every mean in {lo}-{hi}: {inside} of {len(means)}"),
-               "" if sizes[-1] >= 4000 else "N = 2000, 4000 not run here (the probes' first product grows with N; "
-               "`--sizes` runs them)")
+               ("" if sizes[-1] >= 4000 else "N = 2000, 4000 not run here (the probes' first product grows with N; "
+                "`--sizes` runs them)")
+               + ("" if iso is None else f"; what moves it ({APPENDIX}/figure7_isolation.md): "
+                  + figure7_isolation_summary(iso)))
 
 
 BLOCKS = {("races/SUMMARY.md", "table1"): table1_block, ("races/SUMMARY.md", "drop"): drop_block}
