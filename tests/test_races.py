@@ -323,10 +323,13 @@ def test_isolation_varies_one_choice_at_a_time_on_the_same_seeds(race_runs, tmp_
     runs_dir, _ = race_runs
     grid = tmp_path / "runs"
     shutil.copytree(runs_dir, grid)
+    shutil.copytree(grid / next(p.name for p in grid.iterdir()), grid / "lr")  # the runs again, at 4x the step
     for p in grid.rglob("results.json"):  # the runs as the paper's cell σ₀=1e-5, N=200; seed 1 as a 300-epoch run
         r = json.loads(p.read_text())
         r["config"]["arch"]["init_std"], r["config"]["arch"]["dense"] = 1e-5, [300]
         r["config"]["dataset"]["limit_train"], r["config"]["epochs"] = 200, 300 if "seed1-" in str(p) else 100
+        if p.is_relative_to(grid / "lr"):
+            r["config"]["optimizer"]["lr"] *= 4
         p.write_text(json.dumps(r))
     df = races.write_isolation(grid, tmp_path / "out", command="make races")
     found, _ = races.scan(grid)
@@ -342,9 +345,25 @@ def test_isolation_varies_one_choice_at_a_time_on_the_same_seeds(race_runs, tmp_
         assert line("clustering rule", "complete").delta_k == complete - k["w1+b1+w2"]
         assert line("weight vector", "w1 only").k_mean == k["w1"]
         assert line("epochs", "300").seeds == "1"  # a trained variant is a group of its own runs
+        assert line("step size", "lr 0.2 (the batch's loss summed)").seeds == "0"  # the grid's step: the most common
+        assert races.table1(races.scan(grid)[0]).lr.unique().tolist() == [0.05]  # Table 1 shows the grid's step only
         assert line("default", "single").paper_k == races.PAPER_TABLE1[(1e-5, 200)][tau][0]
     text = (tmp_path / "out" / "isolation.md").read_text()
     assert "| **paper** |" in text and "complete linkage" in text and "make races" in text
+    # a later render from some of the runs keeps the previous lines these runs do not give, when the default agrees
+    previous = pd.read_csv(tmp_path / "out" / "isolation.csv")
+    for p in (grid / "lr").rglob("results.json"):
+        p.unlink()
+    again = races.write_isolation(grid, tmp_path / "out", command="make races")
+    assert (again.choice == "step size").sum() == 2 and "- kept from the previous isolation.csv" in \
+        (tmp_path / "out" / "isolation.md").read_text()
+    key = ["choice", "variant", "N", "tau"]
+    pd.testing.assert_frame_equal(again.round(4).sort_values(key, ignore_index=True).astype(str),
+                                  previous.round(4)[again.columns].sort_values(key, ignore_index=True).astype(str))
+    moved = previous.assign(k_mean=previous.k_mean + (previous.choice == "default"))
+    moved.to_csv(tmp_path / "out" / "isolation.csv", index=False)
+    with pytest.raises(SystemExit, match="default's k differ"):
+        races.write_isolation(grid, tmp_path / "out", command="make races")
 
 
 def test_loss_trace_records_the_training_loss_at_every_step_of_its_window(tiny_root, tmp_path, caplog):

@@ -15,7 +15,7 @@ from gatelab.analyses import neurons, pruning
 from gatelab.core import checkpoints
 from gatelab.papers import plotting, report
 from gatelab.papers.plotting import plt
-from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, SPARSITIES, drop_step, loss_curve, net_at, run_data, scan, step_checkpoints
+from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, SPARSITIES, drop_step, loss_curve, main_lr, net_at, run_data, scan, step_checkpoints
 
 
 # ---- Figures ----
@@ -53,8 +53,9 @@ def neuron_table(run: RaceRun, runs: list[RaceRun], root: Optional[str], early: 
 def _imp_mask(run: RaceRun, sparsity: float, runs: list[RaceRun]) -> Optional[dict]:
     """The keep-mask of the completed IMP round 3 at ``sparsity`` of ``run``'s cell and seed, if any."""
     for r in runs:
-        if r.imp == (sparsity, 3) and r.status == "completed" and (r.std, r.n, r.d, r.normalize, r.epochs, r.seed) == \
-                (run.std, run.n, run.d, run.normalize, run.epochs, run.seed):
+        if r.imp == (sparsity, 3) and r.status == "completed" and (r.std, r.n, r.d, r.normalize, r.epochs, r.seed,
+                                                                    r.lr) == \
+                (run.std, run.n, run.d, run.normalize, run.epochs, run.seed, run.lr):
             return checkpoints.load(r.path / pruning.MASK_FILE)["mask"]
     return None
 
@@ -356,13 +357,13 @@ def _figure5(pruned: list, out: Path) -> None:
 
 
 def main_runs(runs: list[RaceRun]) -> list[RaceRun]:
-    """The runs the figures show: the default input scale and the most common epoch count (the
-    checks' other inputs and lengths are left to Table 1's check section)."""
+    """The runs the figures show: the default input scale, the most common epoch count and step size (the
+    checks' other inputs, lengths and steps are left to Table 1's check section and the isolation)."""
     dense = [r for r in runs if r.imp is None and r.status == "completed" and r.normalize == DEFAULT["normalize"]]
     if not dense:
         return []
-    epochs = int(pd.Series([r.epochs for r in dense]).mode().iloc[0])
-    return [r for r in runs if r.normalize == DEFAULT["normalize"] and r.epochs == epochs]
+    epochs, lr = int(pd.Series([r.epochs for r in dense]).mode().iloc[0]), main_lr(dense)
+    return [r for r in runs if r.normalize == DEFAULT["normalize"] and r.epochs == epochs and r.lr == lr]
 
 
 def figures(runs_dir: Path, out: Path, root: Optional[str] = None, early: Optional[int] = None) -> dict:

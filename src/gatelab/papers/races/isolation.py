@@ -7,7 +7,9 @@ total weight vector [w1, b1, w2], pm1 inputs, 100 epochs), each on the same seed
 * the clustering rule: complete linkage (every pair of a cluster at cos ≥ τ);
 * the weight vector: the incoming weights w1 alone, or [w1, b1];
 * the input scale: unit (x/255) or standardized inputs instead of pm1 (trained runs);
-* the epochs: 50 or 300 instead of 100 (trained runs).
+* the epochs: 50 or 300 instead of 100 (trained runs);
+* the step size: lr 4e-3 instead of 1e-3, which is the batch's loss summed instead of averaged (trained runs;
+  the paper states neither; Fig 1a's drop study found it moves the drop 3x).
 
 The first two re-cluster the default runs' final networks; the last two are runs of their own. The
 other input scales are also clustered under each other rule, to see whether two choices add up.
@@ -21,7 +23,7 @@ from typing import Optional
 import pandas as pd
 
 from gatelab.papers import report
-from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, Rule, cell_lines, scan
+from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, Rule, cell_lines, main_lr, scan
 
 SIGMA0 = 1e-5
 TAUS = (0.95, 0.99)
@@ -34,7 +36,11 @@ RULES = {  # (choice, variant) -> the clustering rule
 }
 
 
-def _trained_variant(normalize: str, epochs: int) -> Optional[tuple[str, str]]:
+def _trained_variant(normalize: str, epochs: int, lr: float, base_lr: float) -> Optional[tuple[str, str]]:
+    if lr != base_lr:
+        if (normalize, epochs) != (DEFAULT["normalize"], DEFAULT_EPOCHS):
+            return "step size and more", f"lr {lr:g}, {normalize}, {epochs} epochs"
+        return "step size", f"lr {lr:g}" + (" (the batch's loss summed)" if math.isclose(lr, 4 * base_lr) else "")
     if (normalize, epochs) == (DEFAULT["normalize"], DEFAULT_EPOCHS):
         return None
     if epochs == DEFAULT_EPOCHS:
@@ -55,16 +61,17 @@ def isolation(runs: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
     its change from the default on the same N, the training accuracy, and the paper's k."""
     dense = _dense(runs)
     lines = []
-    default = [r for r in dense if (r.normalize, r.epochs) == (DEFAULT["normalize"], DEFAULT_EPOCHS)]
+    lr = main_lr(dense)
+    default = [r for r in dense if (r.normalize, r.epochs, r.lr) == (DEFAULT["normalize"], DEFAULT_EPOCHS, lr)]
     for (choice, variant), rule in RULES.items():
         for line in cell_lines(default, root, rule):
             lines.append(dict(line, choice=choice, variant=variant))
     trained = [r for r in dense if r not in default]
     for line in cell_lines(trained, root):
-        choice, variant = _trained_variant(line["normalize"], line["epochs"])
+        choice, variant = _trained_variant(line["normalize"], line["epochs"], line["lr"], lr)
         lines.append(dict(line, choice=choice, variant=variant))
     # the input scale together with each other clustering rule: do two choices add up?
-    rescaled = [r for r in trained if r.epochs == DEFAULT_EPOCHS]
+    rescaled = [r for r in trained if r.epochs == DEFAULT_EPOCHS and r.lr == lr]
     for (choice, variant), rule in list(RULES.items())[1:]:
         for line in cell_lines(rescaled, root, rule):
             lines.append(dict(line, choice=f"input scale + {choice}", variant=f"{line['normalize']} inputs, {variant}"))
@@ -77,7 +84,7 @@ def isolation(runs: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
     df["delta_k"] = [k - base.get((n, t), math.nan) for n, t, k in zip(df.N, df.tau, df.k_mean)]
     df["paper_k"] = [PAPER_TABLE1.get((SIGMA0, n), {}).get(t, (math.nan,))[0] for n, t in zip(df.N, df.tau)]
     cols = ["choice", "variant", "N", "tau", "n", "seeds", "k_mean", "k_std0", "k_std1", "delta_k", "paper_k",
-            "acc_train", "acc_test", "dead", "drop_step", "linkage", "parts", "normalize", "epochs"]
+            "acc_train", "acc_test", "dead", "drop_step", "linkage", "parts", "normalize", "epochs", "lr"]
     return df[cols]
 
 
@@ -120,15 +127,46 @@ def render(df: pd.DataFrame, runs: list[report.Run], command: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def kept_lines(df: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame:
+    """The lines of a previous ``isolation.csv`` whose (choice, variant) the runs at hand do not give,
+    kept only when both agree on the default (every k of its N and τ within the CSV's 4 decimals): the
+    same seeds trained by the same code. A default that moved raises: the kept lines' Δk would mix runs."""
+    if not len(previous):
+        return previous
+    have = set(zip(df.choice, df.variant))
+    new = df[df.choice == "default"].set_index(["N", "tau"]).k_mean
+    old = previous[previous.choice == "default"].set_index(["N", "tau"]).k_mean
+    both = new.index.intersection(old.index)
+    if not len(both) or (new[both] - old[both]).abs().max() > 1e-4:
+        raise SystemExit("the default's k differ from the previous isolation.csv's "
+                         f"({new[both].round(2).tolist()} against {old[both].round(2).tolist()}): its other lines "
+                         "cannot be kept beside these runs; render from all the runs or none")
+    keep = previous[[cv not in have for cv in zip(previous.choice, previous.variant)]]
+    return keep.astype({c: df[c].dtype for c in df.columns if c in keep and df[c].dtype != object}, errors="ignore")
+
+
 def write_isolation(runs_dir: Path, out: Path, command: str = "", root: Optional[str] = None) -> pd.DataFrame:
-    """``isolation.{md,csv}`` in ``out`` from the race runs below ``runs_dir``."""
+    """``isolation.{md,csv}`` in ``out`` from the race runs below ``runs_dir``; the lines of a previous
+    ``isolation.csv`` that these runs do not give are kept (:func:`kept_lines`), and the provenance says so."""
     races, _ = scan(runs_dir)
     df = isolation(races, root)
     if not len(df):
         raise SystemExit(f"no σ₀={SIGMA0:g}, d={DEFAULT['d']} race runs below {runs_dir}")
+    previous = Path(out) / "isolation.csv"
+    keep = kept_lines(df, pd.read_csv(previous)) if previous.is_file() else pd.DataFrame()
+    if len(keep):  # lines rendered before the step size was a column were all at the grid's
+        keep = keep.assign(lr=keep.lr if "lr" in keep else main_lr([r for r in _dense(races)]))
+        df = pd.concat([df, keep[[c for c in df.columns if c in keep]]], ignore_index=True)
     plain_runs, _ = report.scan(runs_dir)
     paths = {str(r.path) for r in _dense(races)}
     text = render(df, [r for r in plain_runs if str(r.path) in paths], command)
+    if len(keep):
+        md = Path(out) / "isolation.md"
+        before = md.read_text().partition("## Provenance\n")[2] if md.is_file() else ""
+        before = "".join(ln for ln in before.splitlines(keepends=True) if not ln.startswith("- kept from"))
+        variants = "; ".join(dict.fromkeys(f"{c}: {v}" for c, v in zip(keep.choice, keep.variant)))
+        text += (f"- kept from the previous isolation.csv (runs not below {runs_dir}; its default equals this one's): "
+                 f"{variants}; that render's provenance:\n" + before)
     report.write_outputs(out, "isolation", df, {"md": text})
     return df
 

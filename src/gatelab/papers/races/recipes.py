@@ -3,7 +3,7 @@
 
 Table 1's grid (``conf/experiment/race.yaml``: sigma_0 x N, 5 seeds); IMP round 3 at 20/50/70% (rounds
 1-2 and the dense run first); Fig 3a's d x N; the checks on sigma_0=1e-5 (the input scale and the
-number of epochs, one choice at a time: the isolation report); the loss drop at every step
+number of epochs, the step size, one choice at a time: the isolation report); the loss drop at every step
 (``loss_trace``); at paper scale Fig 3a's small N at N=200's 5000 steps and the N=4000 loss-drop windows.
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ def races(o: Options) -> Recipe:
             [with_("race_capacity"), *([] if quick else CAPACITY)],
             [race, "arch.init_std=1e-5", n, normalize],
             [race, "arch.init_std=1e-5", n, "epochs=50,300"],
+            [race, "arch.init_std=1e-5", n, "optimizer.lr=4e-3"],  # the step size: the batch's loss summed
             [race, "dataset.limit_train=200", "epochs=60", TRACE],
             [race, "dataset.limit_train=800", "epochs=15", TRACE]]
     if not quick:

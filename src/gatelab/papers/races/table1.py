@@ -51,6 +51,7 @@ class RaceRun:
     per_epoch: int  # optimiser steps per epoch
     config: dict = field(repr=False)
     trace: tuple = ()  # loss_trace=[lo, hi]: a run that measures the loss drop at every step
+    lr: float = 1e-3  # the SGD step (the paper's); the tables and figures show the runs at the most common one
 
     @property
     def cell(self) -> tuple:
@@ -71,8 +72,15 @@ def scan(runs_dir: Path, traced: bool = False) -> tuple[list[RaceRun], list[str]
         runs.append(RaceRun(path.parent, res["status"], int(res["seed"]), float(c["arch"]["init_std"]), n,
                             int(c["arch"]["dense"][0]), c["dataset"].get("normalize", "unit"), int(c["epochs"]),
                             (float(imp["sparsity"]), int(imp["round"])) if imp.get("sparsity") is not None else None,
-                            math.ceil(n / int(c["optimizer"]["batch_size"])), c, tuple(c.get("loss_trace") or ())))
+                            math.ceil(n / int(c["optimizer"]["batch_size"])), c, tuple(c.get("loss_trace") or ()),
+                            float(c["optimizer"]["lr"])))
     return [r for r in runs if traced or not r.trace], bad
+
+
+def main_lr(runs: list[RaceRun]) -> float:
+    """The step size of the grid: the most common among the dense runs (another is an isolation variant)."""
+    lrs = [r.lr for r in runs if r.imp is None] or [r.lr for r in runs]
+    return float(pd.Series(lrs).mode().iloc[0]) if lrs else math.nan
 
 
 def traced_drops(runs: list[RaceRun], main: list[RaceRun], root: Optional[str] = None) -> pd.DataFrame:
@@ -84,7 +92,7 @@ def traced_drops(runs: list[RaceRun], main: list[RaceRun], root: Optional[str] =
     lines = []
     for r in (r for r in runs if r.trace and r.status == "completed"):
         twin = next((m for m in main if m.imp is None and m.status == "completed" and (m.std, m.n, m.d, m.seed,
-                     m.normalize) == (r.std, r.n, r.d, r.seed, r.normalize)), None)
+                     m.normalize, m.lr) == (r.std, r.n, r.d, r.seed, r.normalize, r.lr)), None)
         curve = pd.read_csv(r.path / TRACE).drop_duplicates("step", keep="last").sort_values("step")
         if twin is None or not len(curve):
             continue
@@ -189,18 +197,18 @@ def _stat(values, ddof):
 
 
 def cell_lines(runs: list[RaceRun], root: Optional[str] = None, rule: Rule = Rule()) -> list[dict]:
-    """One line per (σ₀, N, normalize, epochs, d) group of completed dense runs and τ."""
+    """One line per (σ₀, N, normalize, epochs, d, lr) group of completed dense runs and τ."""
     groups: dict = {}
     for r in runs:
         if r.imp is None:
-            groups.setdefault((r.std, r.n, r.normalize, r.epochs, r.d), []).append(r)
+            groups.setdefault((r.std, r.n, r.normalize, r.epochs, r.d, r.lr), []).append(r)
     lines = []
     for key, cell in sorted(groups.items()):
         done = {r.seed: r for r in cell if r.status == "completed"}
         stats = [analyse(r, root, rule) for _, r in sorted(done.items())]
         excluded = ";".join(sorted(f"{r.status}:seed{r.seed}" for r in cell if r.status != "completed"))
         for tau in TAUS:
-            line = {"linkage": rule.linkage, "parts": "+".join(rule.parts), "sigma0": key[0], "N": key[1], "normalize": key[2], "epochs": key[3], "d": key[4],
+            line = {"linkage": rule.linkage, "parts": "+".join(rule.parts), "sigma0": key[0], "N": key[1], "normalize": key[2], "epochs": key[3], "d": key[4], "lr": key[5],
                     "tau": tau, "n": len(stats), "seeds": ",".join(str(s["seed"]) for s in stats),
                     "excluded": excluded,
                     "drop_step": _stat([s["drop_step"] for s in stats], 0)[0],
@@ -226,6 +234,7 @@ def table1(runs: list[RaceRun], root: Optional[str] = None, epochs: Optional[int
     df = pd.DataFrame(cell_lines(runs, root, rule))
     if not len(df):
         return df
+    df = df[df.lr == main_lr(runs)].reset_index(drop=True)  # another step size is an isolation variant
     if epochs is None:
         epochs = int(df[df.N == 200].epochs.mode().iloc[0]) if (df.N == 200).any() else int(df.epochs.mode().iloc[0])
     df["main"] = (df.d == DEFAULT["d"]) & (df.normalize == DEFAULT["normalize"]) & (df.epochs == epochs) & \
