@@ -80,6 +80,8 @@ class Threshold:
     x_min: float
     x_max: float
     seeds: int
+    level: float = LEVEL  # the effect size the gap falls to, and its unit
+    unit: str = "point"
 
     @property
     def open_below(self) -> bool:
@@ -121,13 +123,14 @@ class Threshold:
         if math.isnan(self.point):
             return "no threshold (fewer than two points)"
         at = f"{self.point:.2f}" + (" (extrapolated)" if self.extrapolated else "")
-        return (f"gap {LEVEL:g} point at {what} {at} ({CONFIDENCE:.0%} interval {self.interval()}, "
+        return (f"gap {self.level:.3g} {self.unit} at {what} {at} ({CONFIDENCE:.0%} interval {self.interval()}, "
                 f"{self.seeds} seed{'s' if self.seeds != 1 else ''})")
 
 
 def threshold(xs: Sequence[float], gaps: Sequence[float], ses: Sequence[float], n: Sequence[int],
-              level: float = LEVEL, draws: int = DRAWS, seed: int = 0) -> Threshold:
-    """The rule applied to a sweep: points ``xs`` with mean gap ± s.e. over ``n`` seeds each."""
+              level: float = LEVEL, draws: int = DRAWS, seed: int = 0, unit: str = "point") -> Threshold:
+    """The rule applied to a sweep: points ``xs`` with mean gap ± s.e. over ``n`` seeds each; ``level``
+    in ``unit`` (a loss's own scale where the sweep has no error rate, e.g. paper 003's toy task)."""
     order = np.argsort(np.asarray(xs, dtype=float))
     x = np.asarray(xs, dtype=float)[order]
     g = np.asarray(gaps, dtype=float)[order]
@@ -136,7 +139,7 @@ def threshold(xs: Sequence[float], gaps: Sequence[float], ses: Sequence[float], 
     point, extrapolated = crossing(list(x), list(g), level)
     seeds = int(nn.min()) if len(nn) else 0
     if len(x) < 2:
-        return Threshold(point, extrapolated, math.nan, math.nan, math.nan, math.nan, seeds)
+        return Threshold(point, extrapolated, math.nan, math.nan, math.nan, math.nan, seeds, level, unit)
     rng = np.random.default_rng(seed)
     df = np.maximum(nn - 1, 1)
     t = rng.standard_t(df, size=(draws, len(x)))  # one t per point: each point's seeds are other nets
@@ -145,5 +148,13 @@ def threshold(xs: Sequence[float], gaps: Sequence[float], ses: Sequence[float], 
     tail = (1 - CONFIDENCE) / 2
     # order statistics, not interpolation: inf (beyond the sweep) sorts last and opens the upper end
     lo, hi = np.quantile(cross, tail, method="lower"), np.quantile(cross, 1 - tail, method="higher")
-    return Threshold(point, extrapolated, float(lo), float(hi), float(x[0]), float(x[-1]), seeds)
+    return Threshold(point, extrapolated, float(lo), float(hi), float(x[0]), float(x[-1]), seeds, level, unit)
 
+
+def verdict_text(verdict: str, interval: str) -> str:
+    """A threshold's verdict as the page words it (``qualitative: agrees (test: ...)``; no evidence says the
+    interval is too wide to decide)."""
+    test = f"the paper's value in the interval ± {READ_WITHIN:g}, the interval no wider than {DECIDES_WITHIN:g}"
+    if verdict == "no evidence":
+        return f"qualitative: no evidence (test: {test}; the interval {interval} is wider: more seeds narrow it)"
+    return f"qualitative: {verdict} (test: {test})"

@@ -141,7 +141,8 @@ def k_sweep(M: int = 10, Ks: Optional[Sequence[int]] = None, n_runs: int = 3, si
     a = B[-1, 0] * B[-1, 1] * B[-1, 2]
     theory = 0.5 * st["P"] * float((st["d"] * (st["s"] / st["d"] - a) ** 2).sum())
     return {"K": Ks, "K_over_M": [K / M for K in Ks], "trained_err": tr.reshape(len(Ks), n_runs),
-            "untrained_err": un.reshape(len(Ks), n_runs), "loss": loss, "theory_trained_err": theory}
+            "untrained_err": un.reshape(len(Ks), n_runs), "loss": loss, "theory_trained_err": theory,
+            "zero_output_err": float(0.5 * (Y ** 2).sum())}
 
 
 def init_scale_sweep(sigma0s: Optional[Sequence[float]] = None, steps: int = 700, M: int = M_FIG4,

@@ -73,6 +73,11 @@ def summary(res: Optional[dict] = None) -> dict:
         "fig5c_trained_err": ks["trained_err"].mean(1).tolist(),
         "fig5c_untrained_err": ks["untrained_err"].mean(1).tolist(),
         "fig5c_theory_trained_err": ks["theory_trained_err"],
+        # the threshold rule's inputs (issue #39): each K's gap untrained − trained over the nets, its s.e., and
+        # the scale of a pair's error, ½‖Y‖² (a zero output's), against which 1% is the toy's "1 point"
+        "fig5c_gap_se": [float(np.std(g, ddof=1) / np.sqrt(len(g))) if len(g) > 1 else float("nan")
+                         for g in np.asarray(ks["untrained_err"]) - np.asarray(ks["trained_err"])],
+        "fig5c_nets": int(ks["trained_err"].shape[1]), "fig5c_zero_output_err": ks["zero_output_err"],
         "fig6_sigma0": [float(s) for s in ini["sigma0"]],
         "fig6_trained_err": ini["trained_err"].tolist(), "fig6_untrained_err": ini["untrained_err"].tolist(),
         "fig6_similarity": ini["similarity"].tolist(),
