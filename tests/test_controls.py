@@ -27,8 +27,8 @@ def _fig7(root, acc):
     """dgn_figure7.csv with each network's last-epoch test accuracy (mean, std over 5 seeds)."""
     d = root / "dgn-figures-paper"
     d.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([{"network": n, "epoch": 100, "train_acc": 1.0, "test_acc": m, "train_acc_std": 0.0, "test_acc_std": s}
-                  for n, (m, s) in acc.items()]).to_csv(d / "dgn_figure7.csv", index=False)
+    pd.DataFrame([{"network": n, "epoch": 100, "train_acc": 1.0, "test_acc": m, "train_acc_std": 0.0, "test_acc_std": s,
+                   "n": 5} for n, (m, s) in acc.items()]).to_csv(d / "dgn_figure7.csv", index=False)
     return dgn.figure7(root)
 
 

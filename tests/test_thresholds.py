@@ -63,3 +63,23 @@ def test_a_gap_already_below_the_level_at_the_first_point_leaves_the_lower_end_o
     t = th.threshold(KM, [0.5, 0.3, 0.2, 0.1], [0.05] * 4, [5] * 4)
     assert t.point == 0.3 and t.extrapolated and t.interval().startswith("[≤ 0.30")
     assert t.holds(0.1) and t.verdict(0.1) == "no evidence"  # below the sweep: nothing measured there
+
+
+def test_the_toy_fig5c_row_is_judged_by_the_one_rule_at_its_own_scale():
+    """Paper 003 Fig 5c (the toy): the same rule, its level 1% of a zero output's pair error. A sweep crossing
+    at the paper's K/M agrees; the same sweep moved by two K steps differs; a summary without the rule's
+    inputs is not judged."""
+    from gatelab.papers.routing import verdicts
+    km = [k / 10 for k in range(1, 11)]
+    zero = 122.0
+
+    def summary(shift):
+        gap = [zero * 0.01 * 10 ** (-(k - 0.40 - shift) / 0.1) for k in km]
+        return {"fig5c_K_over_M": km, "fig5c_trained_err": [1e-5] * 10,
+                "fig5c_untrained_err": [g + 1e-5 for g in gap[:-1]] + [math.nan],
+                "fig5c_gap_se": [0.05 * g for g in gap], "fig5c_nets": 3, "fig5c_zero_output_err": zero}
+    assert verdicts._fig5c(summary(0.0)).verdict.startswith("qualitative: agrees")
+    assert "K/M 0.40" in verdicts._fig5c(summary(0.0)).ours and "1.22 (1% of ½‖Y‖²)" in verdicts._fig5c(summary(0.0)).ours
+    assert verdicts._fig5c(summary(0.2)).verdict.startswith("qualitative: differs")
+    old = {k: v for k, v in summary(0.0).items() if k != "fig5c_gap_se"}
+    assert verdicts._fig5c(old).verdict == "not judged"

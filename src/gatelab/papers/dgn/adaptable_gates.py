@@ -75,9 +75,12 @@ def figure7_8_data(scale: dict, common: list[str]) -> tuple[pd.DataFrame, pd.Dat
 
 
 def _mean_std(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """Per (network, epoch): the mean over seeds of each column and its std (``<col>_std``, ddof 1; NaN for one seed)."""
+    """Per (network, epoch): the mean over seeds of each column, its std (``<col>_std``, ddof 1; NaN for one
+    seed) and the seeds (``n``)."""
     g = df.groupby(["network", "epoch"], as_index=False)[cols]
-    return g.mean().merge(g.std().rename(columns={c: f"{c}_std" for c in cols}), on=["network", "epoch"])
+    n = df.groupby(["network", "epoch"], as_index=False).size().rename(columns={"size": "n"})
+    return g.mean().merge(g.std().rename(columns={c: f"{c}_std" for c in cols}), on=["network", "epoch"]).merge(
+        n, on=["network", "epoch"])
 
 
 def figure7_plot(df: pd.DataFrame, scale: dict):

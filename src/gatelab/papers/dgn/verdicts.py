@@ -138,6 +138,10 @@ def figure7(root: Path) -> Row:
         return missing(FIGS, "`make dgn-figures FIG_SCALE=paper` (1 h on a CPU)")
 
     seeds = _seeds(root, rel, df)
+    if seeds < 2:
+        return Row(scale, rel, f"{df.network.nunique()} networks, seeds not recorded", "", "adaptable and learned "
+                   "gates generalise better than frozen", "not comparable: neither dgn_figure7.csv nor its provenance "
+                   "says how many seeds", "rerun `make dgn-figures FIG_SCALE=paper`")
 
     def cell(net):
         m, sd = _last(df, net, "test_acc")

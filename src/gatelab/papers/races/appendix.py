@@ -150,7 +150,6 @@ FIG7_CHOICES = {  # (choice, variant) -> what changes from FIG7_DEFAULT
     ("data draw", "N drawn at random from the first 4000 (draw 1)"): {"draw": 1},
     ("data draw", "N drawn at random from the first 4000 (draw 2)"): {"draw": 2},
     ("probes", "M=1e4"): {"probes": 10_000},
-    ("probes", "M=3e5"): {"probes": 300_000},
     ("stopping", "p=20, T_max=1000"): {"patience": 20, "max_iter": 1000},
 }
 DRAW_POOL = 4000  # a draw > 0 takes N of the first DRAW_POOL training images (Table 1's largest N), balanced by class
