@@ -42,7 +42,7 @@ help:
 	@echo "make exp6-reduced        the same on this CPU's scale (10000/2000 images, 5 epochs, 3 seeds)"
 	@echo "make races               paper 004 Table 1 + Figs 1, 3-5: 5 seeds, IMP at every N, Fig 3a to N=4000, d=1000"
 	@echo "make races-quick         the same at reduced scale (3 seeds, N=4000 one seed)"
-	@echo "make races-appendix      paper 004 Figs 6-7: the gradient ratio at init, the stable cells against N (no training)"
+	@echo "make races-appendix      paper 004 Figs 6-7: the gradient ratio at init, the stable cells against N and what moves them (no training)"
 	@echo "make races-drop          paper 004 Fig 1a: what moves the loss drop (step size, sigma_0; minutes)"
 	@echo "make routing-reduced     paper 003 routing nets, reduced (MNIST 6000/1000, M=20, 15 epochs, 3 seeds)"
 	@echo "make routing-reduced-m100  M=100 at the reduced scale (Figs 7c, 8 ii, 10 i; DRY=1 prices it)"

@@ -50,12 +50,13 @@ def races(o: Options) -> Recipe:
     return Recipe("races", "paper 004", runs, reports=reports)
 
 
-@recipe("races-appendix", ("paper",), "Figures 6 and 7 of paper 004's appendix: the gradient ratio, the stable cells (no training)")
+@recipe("races-appendix", ("paper",), "Figures 6 and 7 of paper 004's appendix: the gradient ratio, the stable cells and what moves them (no training)")
 def races_appendix(o: Options) -> Recipe:
     data = ["--data", o.data] if o.data else []
     out = ["--out", "outputs/reports/races-appendix"]
     return Recipe("races-appendix", "paper 004's appendix figures", figures=[
-        ["gatelab.papers.races", "figure6", *data, *out], ["gatelab.papers.races", "figure7", *data, *out]])
+        ["gatelab.papers.races", "figure6", *data, *out], ["gatelab.papers.races", "figure7", *data, *out],
+        ["gatelab.papers.races", "figure7-isolation", *data, *out]])
 
 
 @recipe("races-drop", ("paper",), "What moves Fig 1a's loss drop (paper 004): the step size (the batch's loss summed, "
