@@ -174,3 +174,22 @@ def test_a_rows_run_counts_come_from_its_csv_else_its_provenance(tmp_path):
         "- `python -m gatelab.papers.dgn figures1-4 --scale paper --out x`: commit abc, cpu, scale {'runs': 4, 'steps': 9}\n"
         "- `python -m gatelab.papers.dgn figures7-8 --scale paper`: commit abc, cpu, scale {'seeds': 3}\n")
     assert verdicts.figure1(tmp_path).runs == "4 random nets per (w, d)"
+
+
+def test_the_races_isolation_block_bolds_what_the_one_rule_finds_within(tmp_path):
+    """races/SUMMARY.md's isolation table is generated: bold exactly where |k − paper| ≤ max(2 paper-std, 0.5),
+    and a choice is named "within at all cells" only when it is bold in every cell."""
+    from gatelab.papers.races import verdicts
+    lines = []
+    for choice, variant, k in (("default", "d", {200: 11.0, 800: 81.0}), ("input scale", "s", {200: 15.0, 800: 160.0}),
+                               ("epochs", "e", {200: 40.0, 800: 160.0})):
+        for n in (200, 800):
+            lines.append({"choice": choice, "variant": variant, "N": n, "tau": 0.95, "k_mean": k[n],
+                          "delta_k": 0.0 if choice == "default" else k[n] - (11.0 if n == 200 else 81.0)})
+    (tmp_path / "races").mkdir()
+    pd.DataFrame(lines).to_csv(tmp_path / "races" / "isolation.csv", index=False)
+    out = "\n".join(verdicts.isolation_block(tmp_path))
+    assert "| input scale: s | **15.0 (+4.0)** | **160.0 (+79.0)** |" in out  # paper 15.3 ± 6.3, 156 ± 11.3
+    assert "| epochs: e | 40.0 (+29.0) | **160.0 (+79.0)** |" in out  # 40 is 3.9 paper-std above 15.3
+    assert "| default: d | **11.0** | 81.0 |" in out
+    assert "Within at all 2 cells: input scale: s." in out
