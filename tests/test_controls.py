@@ -85,3 +85,17 @@ def test_the_gram_entries_meet_eq_5_and_the_test_rejects_a_wrong_ideal():
     assert (df.n == 300).all() and dgn._entries_within(df)[2] == []
     wrong = df.assign(ideal_offdiag=MU ** df.depth)
     assert dgn._entries_within(wrong)[2]  # 0.25 against 0.5 at d=2: many s.e. off
+
+
+def test_experiment_6_at_a_reduced_scale_needs_learning_above_chance_that_the_untrained_nets_lack():
+    """Paper 002 exp. 6 at a reduced scale (issue #37): the gates trained alone above chance by 2 s.e. over the
+    seeds; the control, the same nets untrained, must fail the same test, else no evidence."""
+    from gatelab.papers.dgn.verdicts import exp6_feature
+
+    def line(best, untrained, n=3):
+        return pd.Series({"n": n, "best_test_mean": best[0], "best_test_std": best[1],
+                          "untrained_test_mean": untrained[0], "untrained_test_std": untrained[1]})
+    assert exp6_feature(line((22.0, 1.0), (10.1, 0.3))).startswith("qualitative: agrees")
+    assert exp6_feature(line((11.0, 1.0), (10.1, 0.3))).startswith("qualitative: differs")  # 1 point, 1.7 s.e.
+    assert exp6_feature(line((22.0, 1.0), (14.0, 0.5))).startswith("qualitative: no evidence")
+    assert exp6_feature(line((22.0, 1.0), (10.1, 0.3), n=1)).startswith("not comparable")

@@ -4,6 +4,7 @@ import statistics
 
 import pandas as pd
 import pytest
+import torch
 
 from conftest import TINY_ARCH, make_cfg
 from gatelab.papers import report
@@ -244,9 +245,29 @@ def test_experiment_6_report_from_real_gates_only_runs(tiny_root, tmp_path):
     common = ["dataset=cifar10", "arch=vconv", "arch.conv_channels=[4,4]", "arch.dense=[16]", "regime=gates_only",
               "optimizer=adam", "epochs=1", f"data.root={tiny_root}", f"out_root={tmp_path / 'runs'}", "device=cpu",
               "progress=false"]
-    bests = [ensure_run([*common, f"seed={s}"])[2]["best_test_acc"] for s in (0, 1)]
+    bests = [ensure_run([*common, f"seed={s}", "checkpoint_steps=[0]"])[2]["best_test_acc"] for s in (0, 1)]
     df = dgn.write_exp6(tmp_path / "runs", tmp_path / "out", command="pytest")
     (line,) = df.itertuples()
+    # the control is each run's own net before its first step: its step-0 checkpoint, evaluated the same way
+    from gatelab.core import checkpoints
+    from gatelab.papers.dgn.exp6 import untrained_accuracy
+    from gatelab.nets.dgn import stack_models
+    from gatelab.nets.regimes import build_model
+    from gatelab.data import datasets as data_mod
+    from gatelab.training.metrics import evaluate
+    untrained = []
+    for run in sorted((tmp_path / "runs").rglob("results.json")):
+        if "seeds" in run.parent.name:
+            continue
+        ours = untrained_accuracy(run.parent)
+        untrained.append(ours)
+        cfg = make_cfg([*common, f"seed={json.loads(run.read_text())['seed']}", "checkpoint_steps=[0]"], tiny_root)
+        data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+        model, _ = build_model(cfg, data.in_shape, data.out_dim)
+        model.load_state_dict(checkpoints.load(run.parent / checkpoints.CKPT_DIR / "step_0.pt")["model"])
+        with torch.no_grad():
+            assert ours == pytest.approx(100 * evaluate(stack_models([model]), data.test, 4096, data.task, 1)[1][0])
+    assert line.untrained_test_mean == pytest.approx(sum(untrained) / 2)
     assert (line.arch, line.n, line.seeds, line.paper_test) == ("vconv", 2, "0,1", 56.0)
     assert line.best_test_mean == pytest.approx(100 * sum(bests) / 2)
     assert line.diff_test == pytest.approx(line.best_test_mean - 56.0)

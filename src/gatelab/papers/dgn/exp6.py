@@ -5,6 +5,8 @@ The value network Θw is frozen at its random initialisation; the gating network
 """
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -12,11 +14,39 @@ import pandas as pd
 from gatelab.papers import report
 
 PAPER_EXP6 = 56.0  # % test accuracy, paper 002 experiment 6 (no std given)
+CHANCE = 10.0  # % on CIFAR-10's 10 balanced classes
 
 
-def exp6(runs: list[report.Run], ddof: int = 1) -> pd.DataFrame:
+@lru_cache(maxsize=2)
+def _test_data(dataset_json: str, data_json: str):
+    from omegaconf import OmegaConf
+
+    from gatelab.data import datasets as data_mod
+    return data_mod.load(OmegaConf.create(json.loads(dataset_json)), OmegaConf.create(json.loads(data_json)), "cpu")
+
+
+def untrained_accuracy(run_path) -> float:
+    """The negative control (issue #37): the run's own net at initialisation (its seed's gates and values,
+    no step taken: the init is drawn from the seed alone) on the run's test images, %."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from gatelab.nets.dgn import stack_models
+    from gatelab.nets.regimes import build_model
+    from gatelab.training.metrics import evaluate
+    c = json.loads((Path(run_path) / "results.json").read_text())["config"]
+    cfg = OmegaConf.create(c)
+    data = _test_data(json.dumps(c["dataset"], sort_keys=True), json.dumps(c["data"], sort_keys=True))
+    model, _ = build_model(cfg, data.in_shape, data.out_dim)
+    with torch.no_grad():
+        _, acc = evaluate(stack_models([model]), data.test, int(cfg.eval_batch_size), data.task, 1)
+    return 100 * acc[0]
+
+
+def exp6(runs: list[report.Run], ddof: int = 1, controls: bool = False) -> pd.DataFrame:
     """One line per (architecture, epochs, images) of the gates-only runs: mean ± std over seeds of each
-    run's best test accuracy (%), beside the published 56%."""
+    run's best test accuracy (%), beside the published 56%; with ``controls``, the same nets untrained
+    (:func:`untrained_accuracy`, mean ± std)."""
     lines = []
     cells = {}
     for r in runs:
@@ -30,6 +60,9 @@ def exp6(runs: list[report.Run], ddof: int = 1) -> pd.DataFrame:
                       "ddof": ddof, "best_epochs": ",".join(str(r.best_epoch) for _, r in sorted(done.items())),
                       "paper_test": PAPER_EXP6, "diff_test": mean - PAPER_EXP6,
                       "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in cell if r.status != "completed"))})
+        if controls:
+            m0, s0 = report.mean_std([untrained_accuracy(r.path) for r in done.values()], ddof)
+            lines[-1].update(untrained_test_mean=m0, untrained_test_std=s0)
     return pd.DataFrame(lines)
 
 
@@ -41,12 +74,16 @@ def render_exp6_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str
            "alone (`regime=gates_only`), Adam 3e-4, batch 32. Best test accuracy over epochs (%), mean ± "
            f"{report.STATISTICS[int(df.ddof.iloc[0])]} over seeds; the paper gives 56% (no std, no epochs). "
            "Δ = ours − paper.", "",
-           "| arch | epochs | train/test images | n (seeds) | best test (ours) | best epoch per seed | paper | Δ |",
-           "|---|---|---|---|---|---|---|---|"]
+           "Untrained: the same nets at their initialisation, no step taken (the control of the gates-alone claim; "
+           f"chance is {CHANCE:.0f}%).", "",
+           "| arch | epochs | train/test images | n (seeds) | best test (ours) | best epoch per seed | untrained | paper | Δ |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for _, line in df.iterrows():
+        untrained = report.fmt(line["untrained_test_mean"], line["untrained_test_std"]) if "untrained_test_mean" in line \
+            else "—"
         out.append(f"| {line['arch'].upper()} | {line['epochs']} | {line['limits']} | {line['n']} ({line['seeds']}) | "
                    f"**{report.fmt(line['best_test_mean'], line['best_test_std'])}** | {line['best_epochs']} | "
-                   f"{line['paper_test']:.0f} | {report.signed(line['diff_test'])} |")
+                   f"{untrained} | {line['paper_test']:.0f} | {report.signed(line['diff_test'])} |")
     out += ["", "## Provenance", *report.provenance(runs, command, sorted(
         {f"{e} epochs, examples train/test {lim}" for e, lim in zip(df.epochs, df.limits)}))]
     out += report.not_counted([(f"{line['epochs']} epochs {line['limits']}", line["excluded"])
@@ -54,9 +91,9 @@ def render_exp6_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str
     return "\n".join(out) + "\n"
 
 
-def write_exp6(runs_dir: Path, out_dir: Path, command: str = "", ddof: int = 1) -> pd.DataFrame:
+def write_exp6(runs_dir: Path, out_dir: Path, command: str = "", ddof: int = 1, controls: bool = True) -> pd.DataFrame:
     runs, bad = report.scan_some(runs_dir)
-    df = exp6(runs, ddof)
+    df = exp6(runs, ddof, controls)
     if not len(df):
         raise SystemExit(f"no gates_only CIFAR-10 runs below {runs_dir}")
     report.write_outputs(out_dir, "exp6", df, {"md": render_exp6_markdown(df, runs, bad, command)})
