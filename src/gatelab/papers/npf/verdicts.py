@@ -28,6 +28,15 @@ def table2_cells(df, archs: set) -> tuple[list, list]:
     return got, [v for _, v in got]
 
 
+def _seeds(df) -> str:
+    """"seeds 0-4" (or "seeds 0,2,3") from a table2.csv's ``best_per_seed`` (``seed:acc;...`` per cell)."""
+    seeds = sorted({int(p.split(":")[0]) for cell in df.best_per_seed.dropna() for p in str(cell).split(";") if p})
+    if not seeds:
+        return "seeds not recorded"
+    run = seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2
+    return f"seeds {seeds[0]}-{seeds[-1]}" if run else "seeds " + ",".join(map(str, seeds))
+
+
 def _worst(got) -> str:
     line, v = max(got, key=lambda g: abs(g[0]["diff"]))
     return (f"largest |Δ|: {line['arch'].upper()} {line['optimizer']} {REGIME_TITLES[line['regime']]} "
@@ -43,7 +52,7 @@ def table2_fc(root: Path) -> Row:
     short = [f"{line['optimizer']} {REGIME_TITLES[line['regime']]} {line['epochs']}"
              for line, _ in got if max(int(e) for e in str(line["epochs"]).split(",")) <
              _code_epochs("fc", line["optimizer"])]
-    return Row("paper", rel, f"{runs_of(root, f'{rel}/table2.md')}, seeds 0-4",
+    return Row("paper", rel, f"{runs_of(root, f'{rel}/table2.md')}, {_seeds(df)}",
                _worst(got), "Table 2, FC rows", f"{report.tally(vs)} (10 cells)",
                ("cells shorter than the code's epochs: " + "; ".join(short)) if short else "the code's epochs and step sizes")
 
@@ -86,7 +95,7 @@ def table2_fc_adam3(root: Path) -> Row:
     diff = "" if not apart else (f"; FLNPF − ReLU {g.gap.iloc[0]:+.2f} ± {g.se.iloc[0]:.2f} s.e. against the paper's "
                                  f"{g.paper_gap.iloc[0]:+.2f} ({apart[0]:.1f} s.e. apart)")
     floor = sum("floor" in v.text for v in vs)
-    return Row("paper", rel, f"{runs_of(root, f'{rel}/table2.md')}, seeds 0-4", _worst(got) + diff,
+    return Row("paper", rel, f"{runs_of(root, f'{rel}/table2.md')}, {_seeds(df)}", _worst(got) + diff,
                "Table 2, FC Adam row (paper text: 3e-4)",
                f"{report.tally(vs)} ({len(vs)} cells" + (f"; {floor} within only by the 0.5 floor" if floor else "") + ")"
                + (f"; FLNPF − ReLU: {int(apart[0] <= 2)} of 1 within 2 s.e. of the paper's" if apart else ""),
