@@ -147,8 +147,7 @@ FIG7_CHOICES = {  # (choice, variant) -> what changes from FIG7_DEFAULT
     ("default", "pm1 inputs, first N/4 a class, M=1e5, T_max=200, p=5"): {},
     ("input scale", "standardized inputs"): {"normalize": "standardize"},
     ("input scale", "unit inputs [0, 1]"): {"normalize": "unit"},
-    ("data draw", "N drawn at random from the first 4000 (draw 1)"): {"draw": 1},
-    ("data draw", "N drawn at random from the first 4000 (draw 2)"): {"draw": 2},
+    ("data draw", "N drawn at random from the first 4000 (draw 1)"): {"draw": 1},  # --choices "data draw" with more
     ("probes", "M=1e4"): {"probes": 10_000},
     ("stopping", "p=20, T_max=1000"): {"patience": 20, "max_iter": 1000},
 }
