@@ -98,4 +98,6 @@ def test_experiment_6_at_a_reduced_scale_needs_learning_above_chance_that_the_un
     assert exp6_feature(line((22.0, 1.0), (10.1, 0.3))).startswith("qualitative: agrees")
     assert exp6_feature(line((11.0, 1.0), (10.1, 0.3))).startswith("qualitative: differs")  # 1 point, 1.7 s.e.
     assert exp6_feature(line((22.0, 1.0), (14.0, 0.5))).startswith("qualitative: no evidence")
+    assert exp6_feature(line((22.0, 1.0), (10.8, 0.1))).startswith("qualitative: agrees")  # 2 s.e. but under 1 point
+    assert exp6_feature(line((10.8, 0.1), (10.1, 0.3))).startswith("qualitative: differs")
     assert exp6_feature(line((22.0, 1.0), (10.1, 0.3), n=1)).startswith("not comparable")

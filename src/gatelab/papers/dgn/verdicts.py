@@ -234,15 +234,17 @@ def exp6(root: Path) -> Row:
 
 def exp6_feature(line) -> str:
     """What a reduced scale can judge of experiment 6: the gates trained alone generalise above chance, the
-    seeds' mean best test accuracy above 10% by more than 2 s.e.; the same test on the untrained nets (the
-    control) must fail, else the test finds learning where there is none."""
+    seeds' mean best test accuracy above 10% by the project's effect size (1 point, ``thresholds.LEVEL``) and
+    by more than 2 s.e.; the same test on the untrained nets (the control) must fail, else the test finds
+    learning where there is none."""
     from gatelab.papers.dgn.exp6 import CHANCE
+    from gatelab.papers.thresholds import LEVEL
 
     def above(mean, std):
-        return line.n >= 2 and mean - CHANCE > 2 * std / math.sqrt(line.n)
+        return line.n >= 2 and mean - CHANCE >= LEVEL and mean - CHANCE > 2 * std / math.sqrt(line.n)
     if line.n < 2 or "untrained_test_mean" not in line or math.isnan(line.untrained_test_mean):
         return "not comparable: the feature needs 2 or more seeds and the untrained control (`make exp6-reduced`)"
-    feature = f"best test above chance ({CHANCE:.0f}%) by more than 2 s.e. over {line.n} seeds"
+    feature = f"best test above chance ({CHANCE:.0f}%) by {LEVEL:g} point and more than 2 s.e. over {line.n} seeds"
     if above(line.untrained_test_mean, line.untrained_test_std):
         return f"qualitative: no evidence (test: {feature}; the untrained nets pass it too)"
     return qualitative(above(line.best_test_mean, line.best_test_std), feature) + \
