@@ -127,6 +127,9 @@ def render(df: pd.DataFrame, runs: list[report.Run], command: str) -> str:
     return "\n".join(out) + "\n"
 
 
+KEPT = "that render's provenance:\n"
+
+
 def kept_lines(df: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame:
     """The lines of a previous ``isolation.csv`` whose (choice, variant) the runs at hand do not give,
     kept only when both agree on the default (every k of its N and τ within the CSV's 4 decimals): the
@@ -155,7 +158,7 @@ def write_isolation(runs_dir: Path, out: Path, command: str = "", root: Optional
     previous = Path(out) / "isolation.csv"
     keep = kept_lines(df, pd.read_csv(previous)) if previous.is_file() else pd.DataFrame()
     if len(keep):  # lines rendered before the step size was a column were all at the grid's
-        keep = keep.assign(lr=keep.lr if "lr" in keep else main_lr([r for r in _dense(races)]))
+        keep = keep.assign(lr=keep.lr if "lr" in keep else main_lr(_dense(races)))
         df = pd.concat([df, keep[[c for c in df.columns if c in keep]]], ignore_index=True)
     plain_runs, _ = report.scan(runs_dir)
     paths = {str(r.path) for r in _dense(races)}
@@ -163,10 +166,11 @@ def write_isolation(runs_dir: Path, out: Path, command: str = "", root: Optional
     if len(keep):
         md = Path(out) / "isolation.md"
         before = md.read_text().partition("## Provenance\n")[2] if md.is_file() else ""
-        before = "".join(ln for ln in before.splitlines(keepends=True) if not ln.startswith("- kept from"))
+        # the render the kept lines came from: once kept, its provenance follows KEPT (keeping twice adds nothing)
+        before = before.partition(KEPT)[2] or before
         variants = "; ".join(dict.fromkeys(f"{c}: {v}" for c, v in zip(keep.choice, keep.variant)))
         text += (f"- kept from the previous isolation.csv (runs not below {runs_dir}; its default equals this one's): "
-                 f"{variants}; that render's provenance:\n" + before)
+                 f"{variants}; {KEPT}" + before)
     report.write_outputs(out, "isolation", df, {"md": text})
     return df
 
