@@ -97,6 +97,30 @@ def test_dgn_figures_write_files_and_gd_converges(tmp_path):
     assert "python -m gatelab.papers.dgn replot --scale quick" in (tmp_path / "PROVENANCE.md").read_text()
 
 
+def test_frg_nets_are_seeded_by_their_key_and_a_rerun_resumes_from_the_finished_ones(tmp_path):
+    """Raising the nets per (w, d) keeps the nets that ran (each is seeded by its key, not by its place in one
+    stream), and a rerun reads a finished net from ``.parts`` instead of training it again."""
+    from gatelab.papers.dgn import figures as F
+    scale = dict(depths=[2, 3], widths=[8], runs=1, entry_runs=2, steps=5, w_galu=8)
+    one = F.frg_data(scale, "frg", parts=tmp_path)
+    files = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert files == ["frg-square-w8-d2-run0-steps5.json", "frg-square-w8-d3-run0-steps5.json"]
+    two = F.frg_data(dict(scale, runs=2), "frg", parts=tmp_path)
+    assert len(list(tmp_path.glob("*.json"))) == 4 and (two["convergence"].n == 2).all()
+    runs = {r: F._one_net("frg", "square", 8, 3, r, 5, None)["err_ratio"] for r in (0, 1)}
+    assert runs[0] != runs[1]  # two nets, not one drawn twice
+    mean = two["convergence"].query("depth == 3").err_ratio.tolist()
+    assert mean == pytest.approx([(a + b) / 2 for a, b in zip(runs[0], runs[1])], rel=1e-12)
+    assert one["convergence"].query("depth == 3").err_ratio.tolist() == pytest.approx(runs[0], rel=1e-12)
+    # a finished net is read, not retrained: a doctored part shows through; another step count is another key
+    part = tmp_path / "frg-square-w8-d3-run1-steps5.json"
+    part.write_text(part.read_text().replace("[1.0,", "[7.0,", 1))
+    assert F.frg_data(dict(scale, runs=2), "frg", parts=tmp_path)["convergence"].query(
+        "depth == 3 and step == 0").err_ratio.item() == pytest.approx(4.0)
+    F.frg_data(dict(scale, runs=1, steps=6), "frg", parts=tmp_path)
+    assert len(list(tmp_path.glob("*steps6.json"))) == 2 and not list(tmp_path.glob("*.tmp"))
+
+
 def test_figure7_and_8_on_tiny_data(tiny_root, tmp_path):
     scale = dict(epochs=2, source_epochs=2, data=[], seeds=1, nu_every=1)
     df = dgn.figures7_8(scale, [f"out_root={tmp_path / 'runs'}", f"data.root={tiny_root}", "device=cpu"], tmp_path)

@@ -2,7 +2,10 @@
 the plotting helpers Figures 7-8 and 10 share."""
 from __future__ import annotations
 
+import json
 import math
+import os
+import zlib
 from pathlib import Path
 from typing import Optional
 
@@ -120,23 +123,48 @@ def frg_entries(scale: dict, gen: torch.Generator, w: int = 500) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def frg_data(scale: dict, kind: str = "frg", inputs: str = "square") -> dict[str, pd.DataFrame]:
+def _net_seed(kind: str, inputs: str, w: int, d: int, run: int) -> int:
+    """Each random net's own seed, from its key: a net does not depend on how many nets ran before it, so
+    raising ``runs`` from 5 to 10 keeps the first 5 and a killed job resumes net by net."""
+    return zlib.crc32(f"{kind}/{inputs}/w{w}/d{d}/run{run}".encode())
+
+
+def _one_net(kind: str, inputs: str, w: int, d: int, run: int, steps: int, parts: Optional[Path]) -> dict:
+    """One random net's spectrum of K0/d and its GD curve ‖e_t‖²/‖e_0‖²; kept as ``parts/<key>.json``
+    (written whole or not at all) and read back from there when the same key ran before."""
+    path = parts / f"{kind}-{inputs}-w{w}-d{d}-run{run}-steps{steps}.json" if parts else None
+    if path is not None and path.exists():
+        return json.loads(path.read_text())
+    gen = torch.Generator().manual_seed(_net_seed(kind, inputs, w, d, run))
+    x, y, d_in = _inputs(kind, gen, inputs)
+    weights, g = frg_network(len(x), w, d, gen, gates=kind, d_in=d_in)
+    gates = _gates_for(kind, g, x)
+    res = {"eig": torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x) / d).tolist(),
+           "err_ratio": _train_gd(weights, gates, x, y, steps)}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(res))
+        os.replace(tmp, path)
+    return res
+
+
+def frg_data(scale: dict, kind: str = "frg", inputs: str = "square",
+             parts: Optional[Path] = None) -> dict[str, pd.DataFrame]:
     """Spectra of K0/d and GD convergence per (width, depth), averaged over :func:`nets` random nets (column
-    ``n``); for ``frg`` also the ideal spectrum of eq. (5) and the K0 entries (Figure 2); ``inputs``: Figure
-    4's (``FIG4_INPUTS``)."""
-    gen = torch.Generator().manual_seed(0)
+    ``n``), each net seeded by its key (:func:`_net_seed`) and, with ``parts``, kept there as it finishes; for
+    ``frg`` also the ideal spectrum of eq. (5) and the K0 entries (Figure 2); ``inputs``: Figure 4's
+    (``FIG4_INPUTS``)."""
     widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
     spectra, conv = [], []
     for w in widths:
         for d in scale["depths"]:
             for run in range(nets(scale, kind)):
-                x, y, d_in = _inputs(kind, gen, inputs)
-                weights, g = frg_network(len(x), w, d, gen, gates=kind, d_in=d_in)
-                gates = _gates_for(kind, g, x)
-                ev = torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x) / d)
+                res = _one_net(kind, inputs, w, d, run, scale["steps"], parts)
+                ev = torch.tensor(res["eig"], dtype=torch.float64)
                 for i, (a, b) in enumerate(zip(ev.tolist(), (ev / ev.max()).tolist())):
                     spectra.append({"width": w, "depth": d, "run": run, "index": i + 1, "eig": a, "eig_over_max": b})
-                for t, r in enumerate(_train_gd(weights, gates, x, y, scale["steps"])):
+                for t, r in enumerate(res["err_ratio"]):
                     conv.append({"width": w, "depth": d, "run": run, "step": t, "err_ratio": r})
     spec = pd.DataFrame(spectra).groupby(["width", "depth", "index"], as_index=False)[["eig", "eig_over_max"]].mean()
     spec["n"] = nets(scale, kind)
@@ -151,7 +179,7 @@ def frg_data(scale: dict, kind: str = "frg", inputs: str = "square") -> dict[str
                               for i, v in enumerate(ideal_frg_spectrum(d).tolist())])
         ideal["ecdf"] = ideal.groupby("depth")["eig"].cumsum()
         out["ideal"] = ideal
-        out["entries"] = frg_entries(scale, gen)
+        out["entries"] = frg_entries(scale, torch.Generator().manual_seed(0))
     return out
 
 
@@ -243,13 +271,17 @@ def convergence_plot(res: dict, widths: list, depths: list, name: str, runs: int
 FIG4_NAMES = {"square": "", "sphere10": "_sphere10"}  # file suffix per Figure 4 input set
 
 
+PARTS = ".parts"  # under a report's folder: one JSON per finished net (git ignores it); a rerun resumes from it
+
+
 def figures1_4(scale: dict, out: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> dict[str, dict]:
-    """Figures 1-3 (DGN-FRG) and 4 (GaLU, ReLU, on ``inputs``): PNG + PDF + CSV in ``out``."""
+    """Figures 1-3 (DGN-FRG) and 4 (GaLU, ReLU, on ``inputs``): PNG + PDF + CSV in ``out``; each net is kept
+    in ``out/.parts`` as it finishes, so a killed job, rerun, starts at the first net it lacks."""
     results = {}
     for kind, name in (("frg", "DGN-FRG"), ("galu", "GaLU"), ("relu", "ReLU")):
         if kind not in kinds:
             continue
-        results[kind] = res = frg_data(scale, kind, inputs)
+        results[kind] = res = frg_data(scale, kind, inputs, Path(out) / PARTS)
         widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
         fig_name = "dgn_figure3" if kind == "frg" else f"dgn_figure4_{kind}{FIG4_NAMES[inputs]}"
         if kind == "frg":
