@@ -26,6 +26,7 @@ def test_figure3_panels_write_png_pdf_csv(tiny_root, tmp_path, monkeypatch):
     right = pd.read_csv(out / "figure3_right.csv")
     assert {"trace_Kv", "trace_Kf", "fro_Kv", "fro_Kf"} <= set(right.columns)
     assert (right.trace_Kf > 0).all() and (right.fro_Kv <= right.trace_Kv + 1e-6).all()  # ‖K‖_F ≤ tr K for PSD K
+    assert {tuple(df.seed.unique()) for df in (left, middle, right)} == {(0,)}  # the seed that ran, for the page
     # the training runs are ordinary runs: a second call finds and reuses them
     before = sorted(p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("results.json"))
     npf.main(["figure3", "--scale", "tiny", "--panels", "middle", "--runs", str(tmp_path / "runs"),

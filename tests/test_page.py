@@ -174,6 +174,16 @@ def test_a_rows_run_counts_come_from_its_csv_else_its_provenance(tmp_path):
         "- `python -m gatelab.papers.dgn figures1-4 --scale paper --out x`: commit abc, cpu, scale {'runs': 4, 'steps': 9}\n"
         "- `python -m gatelab.papers.dgn figures7-8 --scale paper`: commit abc, cpu, scale {'seeds': 3}\n")
     assert verdicts.figure1(tmp_path).runs == "4 random nets per (w, d)"
+    # paper 001's Figure 3 panels: the seeds of the CSV's seed column; before that column, one curve is one run
+    from gatelab.papers.npf import verdicts as npf
+    (tmp_path / "figure3-paper").mkdir()
+    mid = tmp_path / "figure3-paper" / "figure3_middle.csv"
+    pd.DataFrame({"epoch": [0, 1, 0, 1], "nu": [4.0, 3.0, 5.0, 2.0], "seed": [0, 0, 1, 1]}).to_csv(mid, index=False)
+    assert npf.figure3_middle(tmp_path).runs == "2 run(s), 1 epochs"
+    pd.DataFrame({"epoch": [0, 1, 2], "nu": [4.0, 3.0, 2.0]}).to_csv(mid, index=False)
+    assert npf.figure3_middle(tmp_path).runs == "1 run(s), 2 epochs"
+    pd.DataFrame({"epoch": [0, 0], "nu": [4.0, 3.0]}).to_csv(mid, index=False)
+    assert npf.figure3_middle(tmp_path).runs.startswith("? run(s)")
 
 
 def test_the_races_isolation_block_bolds_what_the_one_rule_finds_within(tmp_path):

@@ -49,7 +49,22 @@ def figure3_left_data(common: list[str], scale: dict) -> pd.DataFrame:
     df["relu_best_test_acc"] = 100 * relu["best_test_acc"]
     df["frnpf_ii_best_test_acc"] = 100 * frnpf["best_test_acc"]
     df["cntk_published"] = CNTK_GCONV
+    df["seed"] = int(relu["seed"])
     return df
+
+
+def runs_in(df: pd.DataFrame) -> str:
+    """The runs a Figure 3 CSV shows, from the CSV: its ``seed`` column's seeds; a CSV made before that column
+    is one curve (one row per epoch or stage), i.e. one run; "?" where it is neither."""
+    if "seed" in df:
+        return str(df.seed.nunique())
+    key = "epoch" if "epoch" in df else "stage"
+    return "1" if key in df and df[key].is_unique else "?"
+
+
+def _seeds(df: pd.DataFrame) -> str:
+    n = runs_in(df)
+    return f"{n} seed{'' if n == '1' else 's'}"
 
 
 def _scale_text(scale: dict) -> str:
@@ -69,7 +84,7 @@ def figure3_left_plot(df: pd.DataFrame, scale: dict):
     ax.axhline(CNTK_GCONV, color="tab:green", ls=":", lw=1, label=f"CNTK {CNTK_GCONV} (published)")
     ax.set_xlabel(f"stage k (ReLU epoch {', '.join(map(str, df.source_epoch))})")
     ax.set_ylabel("best test accuracy (%)")
-    ax.set_title(f"GCONV / CIFAR-10 / Adam, 1 seed, {_scale_text(scale)}, FLNPF {scale['flnpf_epochs']} epochs",
+    ax.set_title(f"GCONV / CIFAR-10 / Adam, {_seeds(df)}, {_scale_text(scale)}, FLNPF {scale['flnpf_epochs']} epochs",
                  fontsize=8)
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the axes: never over the data
@@ -88,7 +103,7 @@ def figure3_middle_data(common: list[str], scale: dict) -> pd.DataFrame:
     rows = []
     for ep in range(epochs + 1):
         h = kernels.npk(model_at(cfg, run_dir, ep, data).double(), x.double())
-        rows.append({"epoch": ep, "nu": kernels.nu(h, y), "trace_H": float(torch.trace(h))})
+        rows.append({"epoch": ep, "nu": kernels.nu(h, y), "trace_H": float(torch.trace(h)), "seed": int(cfg.seed)})
     return pd.DataFrame(rows)
 
 
@@ -98,7 +113,7 @@ def figure3_middle_plot(df: pd.DataFrame, scale: dict):
     ax.plot(df.epoch, df.nu, "o-")
     ax.set_xlabel("epoch")
     ax.set_ylabel(r"$\nu_t = y^\top \hat H_t^{-1} y$")
-    ax.set_title(f"Binary-MNIST, FC w=100 d=5, Adam, 1 seed, n'=200, {_scale_text(scale)}", fontsize=8)
+    ax.set_title(f"Binary-MNIST, FC w=100 d=5, Adam, {_seeds(df)}, n'=200, {_scale_text(scale)}", fontsize=8)
     plotting.caption(fig, "001", "Fig 3 middle")
     return fig
 
@@ -112,7 +127,7 @@ def figure3_right_data(common: list[str], scale: dict) -> pd.DataFrame:
     x, _ = examples(data, 100)
     rows = []
     for ep in range(epochs + 1):
-        row = {"epoch": ep}
+        row = {"epoch": ep, "seed": int(cfg.seed)}
         for name, k in kernels.ntk_blocks(model_at(cfg, run_dir, ep, data), x, chunk=25).items():
             row[f"trace_K{name[0]}"] = float(torch.trace(k))
             row[f"fro_K{name[0]}"] = float(torch.linalg.matrix_norm(k))
@@ -127,7 +142,7 @@ def figure3_right_plot(df: pd.DataFrame, scale: dict):
                               ("fro_Kv", "o--", "‖Kᵛ‖_F"), ("fro_Kf", "s--", "‖Kᶠ‖_F")):
         ax.plot(df.epoch, df[col], style, label=label)
     ax.set(yscale="log", xlabel="epoch", ylabel="trace, Frobenius norm")
-    ax.set_title(f"DLNPF FC / MNIST, Adam, 1 seed, 100 examples, {_scale_text(scale)}", fontsize=8)
+    ax.set_title(f"DLNPF FC / MNIST, Adam, {_seeds(df)}, 100 examples, {_scale_text(scale)}", fontsize=8)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the axes: never over the data
     plotting.caption(fig, "001", "Fig 3 right")
     return fig

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 from gatelab.papers import report
 from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
 from gatelab.papers.npf import claims
+from gatelab.papers.npf.figure3 import runs_in
 from gatelab.papers.npf.table2 import PAPER_TABLE2, REGIME_TITLES, gap, per_seed
 
 CONF = Path(__file__).resolve().parents[4] / "conf" / "experiment"
@@ -131,7 +132,7 @@ def figure3_left(root: Path) -> Row:
         return missing("figure3", "`make figure3` (GPU at the paper's scale)")
     accs = list(df.flnpf_best_test_acc)
     rises = accs[-1] > accs[0] and all(b >= a - 0.5 for a, b in zip(accs, accs[1:]))
-    return Row(scale, rel, f"{len(df)} FLNPF stages + ReLU, FRNPF-II; 1 seed",
+    return Row(scale, rel, f"{len(df)} FLNPF stages + ReLU, FRNPF-II; {runs_in(df)} run(s) each",
                f"FLNPF {accs[0]:.1f} → {accs[-1]:.1f} over stages {df.source_epoch.iloc[0]}..{df.source_epoch.iloc[-1]} "
                f"(ReLU best {df.relu_best_test_acc.iloc[-1]:.1f})",
                "rises from about 72% to the ReLU level", qualitative(rises, "FLNPF accuracy rises with the stage")
@@ -145,7 +146,7 @@ def figure3_middle(root: Path) -> Row:
     if df is None:
         return missing(rel, "`make figure3 FIG_SCALE=paper` (its middle panel runs on a CPU)")
     first, last = df.nu.iloc[0], df.nu.iloc[-1]
-    return Row("paper", rel, f"1 run, {int(df.epoch.iloc[-1])} epochs",
+    return Row("paper", rel, f"{runs_in(df)} run(s), {int(df.epoch.iloc[-1])} epochs",
                f"ν {first:.4g} at epoch 0 → {last:.4g} at epoch {int(df.epoch.iloc[-1])}", "ν_t falls during training",
                qualitative(last < first, "ν_t falls"), "the paper gives no epochs: 30 is gatelab's choice")
 
@@ -173,7 +174,7 @@ def figure3_right(root: Path) -> Row:
     ctl = f"control epoch {int(start.epoch)}: {t0:.2f}, {f0:.2f} ({'passes: no evidence' if same(start) else 'rejected'})"
     verdict = (f"qualitative: no evidence (test: {feature}; {ctl})" if same(start) else
                qualitative(same(end), feature) + f"; {ctl}")
-    return Row("paper", rel, f"1 run, {int(end.epoch)} epochs",
+    return Row("paper", rel, f"{runs_in(df)} run(s), {int(end.epoch)} epochs",
                f"trace Kᵛ / trace Kᶠ = {t1:.2f} at epoch {int(end.epoch)} (Frobenius {f1:.2f})",
                "Kᵛ and Kᶠ of the same scale", verdict)
 
