@@ -132,6 +132,38 @@ def paths(device, seeds: int, steps: int, cases) -> None:
             print(f"{case:22s} {name:28s} {t:8.3f} s/net-step {plain / t:5.2f}x", flush=True)
             best = min(best, (name, t), key=lambda b: b[1])
         print(f"fastest {case}: {best[0]} ({plain / best[1]:.2f}x the plain loop)", flush=True)
+        fp32 = eval_seconds_per_example(overrides, in_shape, seeds, device, bf16=False)
+        line = f"{case:22s} {'evaluation fp32':28s} {fp32 * 1e3:8.3f} ms/example-net"
+        if native:
+            bf16 = eval_seconds_per_example(overrides, in_shape, seeds, device, bf16=True)
+            line += f"; bf16 (eval_precision=bf16) {bf16 * 1e3:.3f}: {fp32 / bf16:.2f}x"
+        else:
+            line += "; bf16 skipped: emulated on this device"
+        print(line, flush=True)
+
+
+def eval_seconds_per_example(overrides, in_shape, seeds: int, device, bf16: bool, n: int = 2048) -> float:
+    """Seconds per test example and net of the product's evaluation (``training.metrics.evaluate``, its
+    default eval_batch_size) of ``seeds`` stacked nets, fp32 or under bf16 autocast (``eval_precision``)."""
+    from gatelab.data.datasets import Split
+    from gatelab.training.metrics import evaluate
+    cfg = compose([*overrides, "progress=false", f"device={device}"])
+    data = Data(Split(torch.zeros(0, *in_shape, dtype=torch.uint8, device=device),
+                      torch.zeros(0, dtype=torch.long, device=device)),
+                Split(torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device),
+                      torch.randint(0, 10, (n,), device=device)), in_shape, 10, "classification")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [RunState(s, Path(tmp) / f"s{s}", compose([*overrides, f"seed={s}"]), 0.0) for s in range(seeds)]
+        for r in runs:
+            r.build(data, {})
+        model, _, _ = stacking.setup(cfg, runs, device)
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        for timed in (False, True):  # the first pass warms up (allocation, cuDNN's choices)
+            sync()
+            t = time.perf_counter()
+            evaluate(model, data.test, int(cfg.eval_batch_size), "classification", seeds, bf16=bf16)
+            sync()
+    return (time.perf_counter() - t) / (n * seeds)
 
 
 def projection(per_step: dict) -> list[str]:

@@ -209,6 +209,54 @@ def test_the_price_adds_each_epochs_evaluation_each_jobs_start_and_each_stacks_w
     assert fixed == pytest.approx(steps * 1.1 + 2 * 20.0 + 3 * 5.0)  # 2 jobs with steps left, 3 stacks
 
 
+def test_the_price_counts_the_examples_an_epoch_sees_a_loss_trace_and_each_epochs_writes():
+    """Issue #37 §4: races runs were priced 2-5x under measured. Their test set is the class groups' 4 of
+    10 classes (4000, not 10000), every traced step evaluates the training set, and each epoch writes
+    checkpoints and results.json (an entry's ``epoch``)."""
+    from gatelab.core.runs import compose
+    race = compose(["+experiment=race", "dataset.limit_train=800"])
+    assert costs.examples(race) == (800, 4000)
+    assert costs.examples(compose(["dataset=binary_mnist"]))[1] == 2000  # 2 of 10 classes
+    assert costs.examples(compose(["dataset.limit_train=300", "dataset.limit_test=50"])) == (300, 50)
+    per_epoch = 800 // int(race.optimizer.batch_size)
+    total = int(race.epochs) * per_epoch
+    assert costs.traced_steps(race, total) == 0.0  # no trace asked
+    traced = compose(["+experiment=race", "dataset.limit_train=800", "loss_trace=[0,99]"])
+    one = costs.EVAL * 800 / int(race.optimizer.batch_size)  # one traced step: the training set's forwards
+    assert costs.traced_steps(traced, total) == pytest.approx(100 * one)
+    assert costs.traced_steps(traced, total - 100) == pytest.approx(0.0)  # resumed past the window
+    assert costs.traced_steps(traced, total - 10) == pytest.approx(90 * one)  # the window's last 90 steps
+    entry = {"fc-1-hidden": [0.0, 0.001]}
+    base = costs.price([(traced, total, 0)], {"d": entry})["d"]
+    assert base == pytest.approx(0.001 * (total * (1 + costs.eval_share(traced)) + 100 * one))
+    written = costs.price([(traced, total, 0)], {"d": {**entry, "epoch": 0.5}})["d"]
+    assert written - base == pytest.approx(0.5 * int(race.epochs))
+
+
+def test_priced_against_measured_groups_runs_into_their_stacks(tmp_path, capsys):
+    """``python -m gatelab costs ROOTS``: each stack (a config but its seed) priced from scratch beside the
+    longest wall time of its nets; a failed run is not a measurement."""
+    from omegaconf import OmegaConf
+    from gatelab.core.runs import compose
+    for seed, wall, status in ((0, 90.0, "completed"), (1, 100.0, "completed"), (2, 999.0, "failed")):
+        cfg = compose(["arch.dense=[64,64]", "dataset.limit_train=320", "dataset.limit_test=32", "epochs=2",
+                       f"seed={seed}", f"out_root={tmp_path}"])
+        d = tmp_path / "runs" / f"seed{seed}"
+        d.mkdir(parents=True)
+        (d / "results.json").write_text(json.dumps({"status": status, "config": OmegaConf.to_container(cfg),
+                                                    "wall_time_s": wall, "env": {"threads": 1}}))
+    table = {"here": {"label": "here", "fc": [0.0, 0.01], "start": 30.0}}
+    df = costs.priced_against_measured([tmp_path], "here", table)
+    assert len(df) == 1 and df.nets.item() == 2 and df.measured_s.item() == 100.0
+    steps = 2 * 10  # 2 epochs of 320 / 32
+    priced = steps * 2 * 0.01 * costs.size(cfg) * (1 + costs.eval_share(cfg))  # no job start in a run's wall time
+    assert df.priced_s.item() == pytest.approx(priced) and df.ratio.item() == pytest.approx(100.0 / priced)
+    assert "| fc | relu | 2 | 2 | 20 |" in costs.priced_text(df, "here")
+    with pytest.raises(KeyError, match="no entry 'gpu'"):
+        costs.priced_against_measured([tmp_path], "gpu", table)
+    assert main(["costs", str(tmp_path / "nothing")]) == 2 and "no completed runs" in capsys.readouterr().err
+
+
 def test_an_fc_step_is_priced_by_its_multiply_adds():
     """The FC entries were measured on Table 2's FC net (MNIST, 5 x 128): a wider net costs more in
     proportion (paper 002 Fig 5's 512..64 net: 5.4x, measured here about 10x); conv nets by their entry."""

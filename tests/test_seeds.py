@@ -186,3 +186,24 @@ def test_evaluation_batches_shrink_with_the_stack_and_give_the_same_numbers(tmp_
     head.remove()
     assert seen == [50] and not any(graphs)  # no autograd graph kept across batches (it held 19.7 GB once)
     assert small[1] == whole[1] and small[0] == pytest.approx(whole[0], rel=1e-5)
+
+
+def test_bf16_evaluation_is_its_own_setting_close_to_fp32_and_never_touches_training(tiny_root, tmp_path):
+    """``eval_precision=bf16`` (issue #37: evaluation had no bf16 path): the test forward runs in bf16, its
+    loss within bf16's rounding of the fp32 loss; training is untouched (the same weights, bit for bit);
+    the run key changes only when it is set."""
+    from gatelab.core.runs import run_key
+    over = ["dataset=cifar10", "arch=gconv", *TINY_ARCH["gconv"], "regime=dlnpf", "epochs=2", "optimizer.lr=1e-3"]
+    assert run_key(make_cfg(over)) == run_key(make_cfg([*over, "eval_precision=fp32"]))
+    assert run_key(make_cfg(over)) != run_key(make_cfg([*over, "eval_precision=bf16"]))
+    fp32 = train(make_cfg(over, tiny_root), tmp_path / "fp32")
+    bf16 = train(make_cfg([*over, "eval_precision=bf16"], tiny_root), tmp_path / "bf16")
+    wa = checkpoints.load(tmp_path / "fp32" / "ckpt" / "last.pt")["model"]
+    wb = checkpoints.load(tmp_path / "bf16" / "ckpt" / "last.pt")["model"]
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    for a, b in zip(fp32["history"], bf16["history"]):
+        assert a["train_loss"] == b["train_loss"]
+        # bf16 keeps 8 bits of mantissa: a loss of order 1 moves by a few 2^-8 through the net's layers
+        assert b["test_loss"] == pytest.approx(a["test_loss"], abs=16 * 2 ** -8 * max(1.0, a["test_loss"]))
+        assert abs(b["test_acc"] - a["test_acc"]) <= 0.05
+    assert [h["test_loss"] for h in fp32["history"]] != [h["test_loss"] for h in bf16["history"]]  # it ran in bf16

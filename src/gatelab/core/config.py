@@ -123,6 +123,13 @@ class Precision(StrEnum):
     bf16 = "bf16"
 
 
+class EvalPrecision(StrEnum):
+    """The arithmetic of each epoch's test evaluation: fp32, or bf16 (autocast of the forward pass; the
+    loss in fp32). A loss trace (``loss_trace``) always evaluates in fp32."""
+    fp32 = "fp32"
+    bf16 = "bf16"
+
+
 class Logger(StrEnum):
     none = "none"
     wandb = "wandb"
@@ -268,6 +275,7 @@ class Config:
     progress: bool = True  # tqdm bars, at a terminal only (redirected: one line per epoch)
     amp: bool = False  # bf16 autocast of the training forward pass (the older spelling of precision=bf16)
     precision: Precision = later(Precision.fp32)  # fp32 | tf32 | bf16; env records what ran
+    eval_precision: EvalPrecision = later(EvalPrecision.fp32)  # fp32 | bf16: the test evaluation's (in the run key)
     compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune
     # conv activations and kernels in NHWC (torch.channels_last): the same numbers up to reassociation,
     # not in the run key; faster or slower by device and layer (scripts/bench.py --paths measures it)

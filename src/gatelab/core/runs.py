@@ -28,7 +28,7 @@ from gatelab.core.results import RESULTS, read_results
 # Keys that determine a run's result. Not: device, data root, progress bars, threads, out_root,
 # compile (same numbers up to reassociation).
 IDENTITY = ("dataset", "arch", "regime", "optimizer", "seed", "epochs", "checkpoint_epochs", "amp",
-            "checkpoint_steps", "imp", "precision")
+            "checkpoint_steps", "imp", "precision", "eval_precision")
 SCHEMA = Config  # the dataclass whose field metadata says which fields were added later
 
 

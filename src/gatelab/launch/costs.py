@@ -4,6 +4,7 @@ its measurements there). An estimate: the table's entries were measured at the p
 the seeds stacked; a smaller net or another batch size runs at another speed."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -87,25 +88,48 @@ TEST_SIZES = {"mnist": 10000, "cifar10": 10000}
 EVAL = 1 / 3  # a test example's forward against a training example's step (forward, backward, update)
 
 
+def examples(cfg) -> tuple[int, int]:
+    """(training, test) examples an epoch of ``cfg`` sees: its limits, else the full sets (a binary task's
+    or class groups': their classes' share of them)."""
+    src, groups = str(cfg.dataset.source), cfg.dataset.get("class_groups")
+    share = (2 / max(1, int(cfg.dataset.num_classes)) if str(cfg.dataset.task) == "binary" else
+             sum(len(g) for g in groups) / 10 if groups else 1.0)  # class groups: their classes of the 10
+    n_train = cfg.dataset.get("limit_train") or int(TRAIN_SIZES.get(src, 0) * share)
+    n_test = cfg.dataset.get("limit_test") or int(TEST_SIZES.get(src, 0) * share)
+    return int(n_train), int(n_test)
+
+
 def eval_share(cfg) -> float:
     """Evaluation's cost against the training's, per epoch: the test examples' forwards (:data:`EVAL` of
     a training example's step each) over the training examples. Evaluation of the test set after every
     epoch is in every run; routing runs evaluate the trained and the untrained pathways (twice)."""
-    src = str(cfg.dataset.source)
-    n_train = cfg.dataset.get("limit_train") or TRAIN_SIZES.get(src, 0)
-    n_test = cfg.dataset.get("limit_test") or TEST_SIZES.get(src, 0)
+    n_train, n_test = examples(cfg)
     if not n_train:
         return 0.0
     return EVAL * n_test / n_train * (2 if (cfg.dataset.get("routing") or None) else 1)
 
 
+def traced_steps(cfg, steps_left: int) -> float:
+    """The cost of ``loss_trace=[lo, hi]`` in steps of the run: each traced step t (of those left) evaluates
+    the whole training set, n_train / batch forwards of :data:`EVAL` of a step each."""
+    window = list(cfg.get("loss_trace") or [])
+    if not window or not steps_left:
+        return 0.0
+    n_train, _ = examples(cfg)
+    batch = int(cfg.optimizer.batch_size)
+    total = int(cfg.epochs) * math.ceil(n_train / batch)
+    traced = max(0, min(int(window[1]), total) - max(int(window[0]), total - steps_left) + 1)
+    return traced * EVAL * n_train / batch
+
+
 def price(items, table: dict) -> dict[str, Optional[float]]:
     """Seconds on each device of ``table`` for ``items`` [(config, net-steps left, stack)]: the runs
     of one stack train together (S nets with steps left: ``steps * (a + S * b)``), each epoch's
-    evaluation on top (:func:`eval_share`), and an entry's fixed costs: ``start`` seconds for each job
-    (a stack key ``(job, k)``: one process's imports, config and data) and ``warmup`` for each stack (its
-    first epoch's extra: allocation, cuDNN autotuning). None where a network of them has no entry for
-    that device."""
+    evaluation on top (:func:`eval_share`) and a loss trace's (:func:`traced_steps`), and an entry's fixed
+    costs: ``start`` seconds for each job (a stack key ``(job, k)``: one process's imports, config and data),
+    ``warmup`` for each stack (its first epoch's extra: allocation, cuDNN autotuning) and ``epoch`` for each
+    epoch of a stack (its checkpoint writes and results.json, off the steps' clock). None where a network
+    of them has no entry for that device."""
     stacks: dict = {}
     for cfg, steps, stack in items:
         if steps:
@@ -115,11 +139,13 @@ def price(items, table: dict) -> dict[str, Optional[float]]:
     for device, entry in table.items():
         total = float(entry.get("start", 0.0)) * len(jobs) + float(entry.get("warmup", 0.0)) * len(stacks)
         for runs in stacks.values():
-            ab = per_step(entry, runs[0][0])
+            cfg, steps = runs[0][0], max(s for _, s in runs)
+            ab = per_step(entry, cfg)
             if ab is None:
                 total = None
                 break
-            total += max(s for _, s in runs) * (ab[0] + len(runs) * ab[1]) * (1 + eval_share(runs[0][0]))
+            total += (ab[0] + len(runs) * ab[1]) * (steps * (1 + eval_share(cfg)) + traced_steps(cfg, steps))
+            total += float(entry.get("epoch", 0.0)) * steps / max(1, math.ceil(examples(cfg)[0] / int(cfg.optimizer.batch_size)))
         out[device] = total
     return out
 
@@ -168,3 +194,59 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
         else:
             parts.append(f"{duration(seconds)} on {label}")
     return "about " + ", ".join(parts) if parts else "no cost table"
+
+
+def priced_against_measured(roots, device: str, table: Optional[dict] = None):
+    """Every completed run below ``roots`` beside its price: the runs are grouped into the stacks they
+    trained in (their config but the seed; a stack's nets share its wall time), each stack priced as a plan
+    prices it from scratch on ``device``'s entry (its steps, evaluation and warm-up; a job's ``start`` is
+    not in a run's ``wall_time_s``) beside the longest ``wall_time_s`` of its nets. A DataFrame: one line a
+    stack, with ``priced_s``, ``measured_s`` and ``ratio`` (measured / priced)."""
+    import json
+    from omegaconf import OmegaConf
+    import pandas as pd
+    from gatelab.launch.plan import steps_per_epoch
+
+    table = load() if table is None else table
+    if device not in table:
+        raise KeyError(f"no entry {device!r} in {TABLE} (entries: {', '.join(table)})")
+    entry = {k: v for k, v in table[device].items() if k != "start"}
+    stacks: dict = {}
+    for root in roots:
+        for path in sorted(Path(root).rglob("results.json")):
+            res = json.loads(path.read_text())
+            if res.get("status") != "completed" or "config" not in res:
+                continue
+            cfg = OmegaConf.create(res["config"])
+            plain = {k: v for k, v in res["config"].items() if k not in ("seed", "seeds", "out_root", "progress")}
+            stacks.setdefault(json.dumps(plain, sort_keys=True, default=str), []).append((path.parent, cfg, res))
+    lines = []
+    for runs in stacks.values():
+        _, cfg, _ = runs[0]
+        steps = int(cfg.epochs) * steps_per_epoch(cfg)
+        priced = price([(c, steps, 0) for _, c, _ in runs], {device: entry})[device]
+        measured = max(float(r.get("wall_time_s") or 0.0) for _, _, r in runs)
+        lines.append({"run": str(runs[0][0].parent), "arch": key(cfg), "regime": str(cfg.regime.name),
+                      "nets": len(runs), "epochs": int(cfg.epochs), "steps": steps,
+                      "threads": runs[0][2].get("env", {}).get("threads"),
+                      "cpu": runs[0][2].get("env", {}).get("cpu_capability"),
+                      "priced_s": priced, "measured_s": measured,
+                      "ratio": measured / priced if priced else float("nan")})
+    return pd.DataFrame(lines)
+
+
+def priced_text(df, device: str) -> str:
+    """:func:`priced_against_measured`'s lines as a Markdown table, grouped by what a stack trains, and
+    the whole: measured / priced (the issue's goal: within 1.5x)."""
+    cols = ["arch", "regime", "nets", "epochs", "steps", "threads", "cpu"]
+    g = df.groupby(cols, dropna=False).agg(stacks=("ratio", "size"), priced_s=("priced_s", "sum"),
+                                           measured_s=("measured_s", "sum")).reset_index()
+    lines = [f"priced on {device!r} (conf/costs.yaml) against each stack's measured wall time",
+             "| " + " | ".join(cols) + " | stacks | priced | measured | measured / priced |",
+             "|" + "---|" * (len(cols) + 4)]
+    for r in g.itertuples(index=False):
+        lines.append("| " + " | ".join(str(getattr(r, c)) for c in cols) + f" | {r.stacks} | {duration(r.priced_s)} | "
+                     f"{duration(r.measured_s)} | {r.measured_s / r.priced_s:.2f} |")
+    total_p, total_m = df.priced_s.sum(), df.measured_s.sum()
+    lines.append(f"whole: priced {duration(total_p)}, measured {duration(total_m)}: {total_m / total_p:.2f}x")
+    return "\n".join(lines)

@@ -199,10 +199,7 @@ class RunLeft(NamedTuple):
 
 
 def steps_per_epoch(c) -> int:
-    n = c.dataset.limit_train or costs.TRAIN_SIZES.get(str(c.dataset.source), 0)
-    if c.dataset.task == "binary" and not c.dataset.limit_train:
-        n = n * 2 // max(1, c.dataset.num_classes)
-    return math.ceil(n / c.optimizer.batch_size)
+    return math.ceil(costs.examples(c)[0] / c.optimizer.batch_size)
 
 
 def _shown(d: Path) -> Path:

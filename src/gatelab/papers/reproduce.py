@@ -17,6 +17,7 @@ import re
 import shlex
 import sys
 import time
+from pathlib import Path
 
 from gatelab.core.config import ConfigError
 from gatelab.data.datasets import DataNotFoundError
@@ -58,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--row", action="store_true", help="Table 2: each row in one process")
     rp.add_argument("overrides", nargs="*", help="further config overrides for every run (key=value)")
     sub.add_parser("page", help="outputs/reports/README.md, what reproduces item by item (--check: is it current)")
+    pm = sub.add_parser("costs", help="priced against measured: every completed run below ROOTS, a line per stack")
+    pm.add_argument("roots", nargs="+", type=Path, help="out_roots of runs (e.g. outputs/races)")
+    pm.add_argument("--device", default="cpu", help="the conf/costs.yaml entry to price with (default: cpu)")
     ls = sub.add_parser("recipes", help="the recipes and their scales")
     ls.add_argument("--markdown", action="store_true", help="a Markdown table with each recipe's cost (plans each)")
     ls.add_argument("--data", default=None)
@@ -114,6 +118,17 @@ def make_targets() -> dict[tuple, str]:
     return out
 
 
+def priced_against_measured(args) -> int:
+    """``python -m gatelab costs ROOTS``: each stack of completed runs, priced from scratch beside its
+    measured wall time (:func:`gatelab.launch.costs.priced_against_measured`), and the whole."""
+    df = costs.priced_against_measured(args.roots, args.device)
+    if df.empty:
+        print(f"gatelab: no completed runs below {', '.join(map(str, args.roots))}", file=sys.stderr)
+        return 2
+    print(costs.priced_text(df, args.device))
+    return 0
+
+
 def listing(args) -> int:
     registry = discover()
     if not args.markdown:
@@ -152,6 +167,8 @@ def main(argv=None) -> int:
     if rest:
         args.overrides = [*args.overrides, *rest]
     try:
+        if args.command == "costs":
+            return priced_against_measured(args)
         return reproduce(args) if args.command == "reproduce" else listing(args)
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
         print(f"gatelab: {e}", file=sys.stderr)

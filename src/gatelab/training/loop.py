@@ -330,7 +330,8 @@ def _epoch(st: _Stack, epoch: int, skip: int, partial):
         if stopping:
             STOP.take(saver, f"epoch {epoch - 1}, step {i} of the next")
     train_epoch(cfg, st.forward, st.opt, data, gens, st.autocast, epoch, (loss_sum, correct), skip, after_step)
-    test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S)
+    test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S,
+                                   bf16=str(cfg.get("eval_precision") or "fp32") == "bf16")
     extra = extra_metrics(cfg, model, data, S)
     n = len(data.train)
     train_loss, train_acc = (loss_sum / n).tolist(), [c / n for c in correct.tolist()]

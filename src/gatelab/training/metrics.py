@@ -50,13 +50,17 @@ def eval_chunk(model, batch_size: int, stack: int) -> int:
 
 
 @torch.no_grad()
-def evaluate(model, split: Split, batch_size: int, task: str, stack: int) -> tuple[list, list]:
-    """Per seed (mean loss, accuracy) over a whole split, in batches of :func:`eval_chunk` examples."""
+def evaluate(model, split: Split, batch_size: int, task: str, stack: int, bf16: bool = False) -> tuple[list, list]:
+    """Per seed (mean loss, accuracy) over a whole split, in batches of :func:`eval_chunk` examples;
+    ``bf16``: the forward under bf16 autocast (``eval_precision=bf16``), the loss on its outputs in fp32."""
     model.eval()
-    loss_sum = torch.zeros(stack, device=split.x.device)
-    correct = torch.zeros(stack, device=split.x.device)
+    device = split.x.device
+    loss_sum = torch.zeros(stack, device=device)
+    correct = torch.zeros(stack, device=device)
     for xb, yb in split.batches(eval_chunk(model, batch_size, stack)):
-        loss, c = objective(model(xb.expand(stack, *xb.shape)), yb.expand(stack, *yb.shape), task)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            out = model(xb.expand(stack, *xb.shape))
+        loss, c = objective(out.float(), yb.expand(stack, *yb.shape), task)
         loss_sum += loss * len(yb)
         correct += c
     model.train()
