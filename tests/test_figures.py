@@ -120,6 +120,12 @@ def test_frg_nets_are_seeded_by_their_key_and_a_rerun_resumes_from_the_finished_
         "depth == 3 and step == 0").err_ratio.item() == pytest.approx(4.0)
     F.frg_data(dict(scale, runs=1, steps=6), "frg", parts=tmp_path)
     assert len(list(tmp_path.glob("*steps6.json"))) == 2 and not list(tmp_path.glob("*.tmp"))
+    # a second worker fills from the far end and stops at the first finished net it meets
+    three = dict(scale, runs=3)  # 6 nets; runs 0 and 1 of both depths are done
+    assert F.fill_backwards(three, "frg", "square", tmp_path) == 1  # d=3 run 2; then d=3 run 1 is found
+    assert (tmp_path / "frg-square-w8-d3-run2-steps5.json").exists()
+    assert not (tmp_path / "frg-square-w8-d2-run2-steps5.json").exists()
+    assert F.fill_backwards(three, "frg", "square", tmp_path) == 0
 
 
 def test_figure7_and_8_on_tiny_data(tiny_root, tmp_path):

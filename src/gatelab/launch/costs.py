@@ -166,7 +166,7 @@ def record(device: str, label: str, source: str, measured: dict, path: Path = TA
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
     table = load(path)
     table[device] = {**(table.get(device) or {}), "label": label, "source": source, **measured}
-    Path(path).write_text(header + yaml.safe_dump(table, sort_keys=False, width=120))
+    Path(path).write_text(header + yaml.safe_dump(table, sort_keys=False, width=120, default_flow_style=None))
 
 
 def duration(seconds: float) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from gatelab.papers import plotting, report
 from gatelab.papers.dgn.figures import (  # noqa: F401
     FRG_SCALES, FIG4_INPUTS, frg_network, ideal_frg_spectrum, frg_entries, frg_data, figure1_plot, figure2_plot,
-    convergence_plot, figures1_4)
+    convergence_plot, figures1_4, fill_backwards, PARTS)
 from gatelab.papers.dgn.adaptable_gates import (  # noqa: F401
     FIG7_SCALES, FIG7_NETWORKS, NU_NETWORKS, figure7_8_data, figure7_plot, figure8_plot, figures7_8)
 from gatelab.papers.dgn.figure10 import EXP8, exp8_data, exp8_summary, figure10  # noqa: F401
@@ -67,6 +67,9 @@ def main(argv=None) -> None:
     f10.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
     f14.add_argument("--kinds", nargs="*", choices=["frg", "galu", "relu"], default=["frg", "galu", "relu"],
                      help="DGN-FRG (Figs 1-3), GaLU and ReLU (Fig 4)")
+    f14.add_argument("--fill-backwards", action="store_true",
+                     help="a second worker beside a running figures1-4 of the same --out: train its missing nets "
+                          "from the last back until it meets the first's, render nothing")
     f14.add_argument("--inputs", choices=sorted(FIG4_INPUTS), default="square",
                      help="Figure 4's inputs: " + "; ".join(f"{k}: {v}" for k, v in FIG4_INPUTS.items()))
     for p, scales in ((f14, FRG_SCALES), (f78, FIG7_SCALES)):
@@ -96,6 +99,10 @@ def main(argv=None) -> None:
     if args.what == "figure10":
         print(figure10(args.out).to_string(index=False))
         return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, EXP8, started)
+    if args.what == "figures1-4" and args.fill_backwards:
+        for kind in args.kinds:
+            print(f"{kind}: {fill_backwards(FRG_SCALES[args.scale], kind, args.inputs, args.out / PARTS)} nets trained")
+        return
     if args.what == "figures1-4":
         scale = FRG_SCALES[args.scale]
         for kind, res in figures1_4(scale, args.out, args.kinds, args.inputs).items():

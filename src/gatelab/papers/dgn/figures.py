@@ -129,10 +129,14 @@ def _net_seed(kind: str, inputs: str, w: int, d: int, run: int) -> int:
     return zlib.crc32(f"{kind}/{inputs}/w{w}/d{d}/run{run}".encode())
 
 
+def _part_name(kind: str, inputs: str, w: int, d: int, run: int, steps: int) -> str:
+    return f"{kind}-{inputs}-w{w}-d{d}-run{run}-steps{steps}.json"
+
+
 def _one_net(kind: str, inputs: str, w: int, d: int, run: int, steps: int, parts: Optional[Path]) -> dict:
     """One random net's spectrum of K0/d and its GD curve ‖e_t‖²/‖e_0‖²; kept as ``parts/<key>.json``
     (written whole or not at all) and read back from there when the same key ran before."""
-    path = parts / f"{kind}-{inputs}-w{w}-d{d}-run{run}-steps{steps}.json" if parts else None
+    path = parts / _part_name(kind, inputs, w, d, run, steps) if parts else None
     if path is not None and path.exists():
         return json.loads(path.read_text())
     gen = torch.Generator().manual_seed(_net_seed(kind, inputs, w, d, run))
@@ -149,23 +153,39 @@ def _one_net(kind: str, inputs: str, w: int, d: int, run: int, steps: int, parts
     return res
 
 
+def _keys(scale: dict, kind: str) -> list[tuple[int, int, int]]:
+    """(width, depth, run) of every random net of ``kind``, in the order :func:`frg_data` trains them."""
+    widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
+    return [(w, d, run) for w in widths for d in scale["depths"] for run in range(nets(scale, kind))]
+
+
+def fill_backwards(scale: dict, kind: str, inputs: str, parts: Path) -> int:
+    """A second worker beside a running :func:`figures1_4`: trains the missing nets from the last one back
+    and stops at the first one found finished (the two meet there, one net wasted at most); renders
+    nothing. Returns the nets it trained."""
+    done = 0
+    for w, d, run in reversed(_keys(scale, kind)):
+        if (parts / _part_name(kind, inputs, w, d, run, scale["steps"])).exists():
+            break
+        _one_net(kind, inputs, w, d, run, scale["steps"], parts)
+        done += 1
+    return done
+
+
 def frg_data(scale: dict, kind: str = "frg", inputs: str = "square",
              parts: Optional[Path] = None) -> dict[str, pd.DataFrame]:
     """Spectra of K0/d and GD convergence per (width, depth), averaged over :func:`nets` random nets (column
     ``n``), each net seeded by its key (:func:`_net_seed`) and, with ``parts``, kept there as it finishes; for
     ``frg`` also the ideal spectrum of eq. (5) and the K0 entries (Figure 2); ``inputs``: Figure 4's
     (``FIG4_INPUTS``)."""
-    widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
     spectra, conv = [], []
-    for w in widths:
-        for d in scale["depths"]:
-            for run in range(nets(scale, kind)):
-                res = _one_net(kind, inputs, w, d, run, scale["steps"], parts)
-                ev = torch.tensor(res["eig"], dtype=torch.float64)
-                for i, (a, b) in enumerate(zip(ev.tolist(), (ev / ev.max()).tolist())):
-                    spectra.append({"width": w, "depth": d, "run": run, "index": i + 1, "eig": a, "eig_over_max": b})
-                for t, r in enumerate(res["err_ratio"]):
-                    conv.append({"width": w, "depth": d, "run": run, "step": t, "err_ratio": r})
+    for w, d, run in _keys(scale, kind):
+        res = _one_net(kind, inputs, w, d, run, scale["steps"], parts)
+        ev = torch.tensor(res["eig"], dtype=torch.float64)
+        for i, (a, b) in enumerate(zip(ev.tolist(), (ev / ev.max()).tolist())):
+            spectra.append({"width": w, "depth": d, "run": run, "index": i + 1, "eig": a, "eig_over_max": b})
+        for t, r in enumerate(res["err_ratio"]):
+            conv.append({"width": w, "depth": d, "run": run, "step": t, "err_ratio": r})
     spec = pd.DataFrame(spectra).groupby(["width", "depth", "index"], as_index=False)[["eig", "eig_over_max"]].mean()
     spec["n"] = nets(scale, kind)
     spec["ecdf"] = spec.groupby(["width", "depth"])["eig"].cumsum()
