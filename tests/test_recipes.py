@@ -200,7 +200,9 @@ def test_the_price_adds_each_epochs_evaluation_each_jobs_start_and_each_stacks_w
     c = compose(["arch.dense=[128,128,128,128,128]", "dataset.limit_train=1000", "dataset.limit_test=300"])
     assert costs.eval_share(c) == pytest.approx(0.3 / 3)
     routing = compose(["+experiment=routing_reduced"])
-    assert costs.eval_share(routing) == pytest.approx(2 / 3 * routing.dataset.limit_test / routing.dataset.limit_train)
+    batch = routing.optimizer.batch_size  # 8: a test example costs a third of a batch-32 step's share of it
+    assert costs.eval_share(routing) == pytest.approx(2 / 3 * routing.dataset.limit_test / routing.dataset.limit_train
+                                                      * batch / costs.EVAL_BATCH)
     entry = {"fc": [0.0, 0.001]}
     items = [(c, 100, (0, 0)), (c, 100, (0, 0)), (c, 50, (0, 1)), (c, 80, (1, 0)), (c, 0, (2, 0))]  # job 2: done
     steps = 100 * 2 * 0.001 + 50 * 0.001 + 80 * 0.001
@@ -222,7 +224,7 @@ def test_the_price_counts_the_examples_an_epoch_sees_a_loss_trace_and_each_epoch
     total = int(race.epochs) * per_epoch
     assert costs.traced_steps(race, total) == 0.0  # no trace asked
     traced = compose(["+experiment=race", "dataset.limit_train=800", "loss_trace=[0,99]"])
-    one = costs.EVAL * 800 / int(race.optimizer.batch_size)  # one traced step: the training set's forwards
+    one = costs.EVAL * 800 / costs.EVAL_BATCH  # one traced step: the training set's forwards, in large batches
     assert costs.traced_steps(traced, total) == pytest.approx(100 * one)
     assert costs.traced_steps(traced, total - 100) == pytest.approx(0.0)  # resumed past the window
     assert costs.traced_steps(traced, total - 10) == pytest.approx(90 * one)  # the window's last 90 steps
@@ -231,6 +233,21 @@ def test_the_price_counts_the_examples_an_epoch_sees_a_loss_trace_and_each_epoch
     assert base == pytest.approx(0.001 * (total * (1 + costs.eval_share(traced)) + 100 * one))
     written = costs.price([(traced, total, 0)], {"d": {**entry, "epoch": 0.5}})["d"]
     assert written - base == pytest.approx(0.5 * int(race.epochs))
+
+
+def test_a_regime_with_a_feature_network_is_priced_by_what_it_trains():
+    """FRNPF and FLNPF run a frozen feature network's forward beside the value network's step; a trained
+    feature network (DLNPF, gates only) is two networks trained; an entry of the regime's own wins."""
+    from gatelab.core.runs import compose
+    entry = {"gconv": [0.0, 1.0], "gconv/dlnpf": [0.0, 2.5]}
+
+    def b(regime):
+        return costs.per_step(entry, compose(["dataset=cifar10", "arch=gconv", f"regime={regime}"]))[1]
+    assert b("relu") == 1.0 and b("dlnpf") == 2.5 and b("gates_only") == 2.5
+    assert b("frnpf_ii") == b("frnpf_di") == b("flnpf") == pytest.approx(1 + costs.EVAL)
+    assert costs.per_step({"gconv": [0.0, 1.0]}, compose(["dataset=cifar10", "arch=gconv", "regime=dlnpf"]))[1] == 2.0
+    assert costs.per_step({**entry, "gconv/flnpf": [0.0, 9.0]},
+                          compose(["dataset=cifar10", "arch=gconv", "regime=flnpf"]))[1] == 9.0
 
 
 def test_priced_against_measured_groups_runs_into_their_stacks(tmp_path, capsys):

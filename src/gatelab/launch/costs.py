@@ -23,7 +23,9 @@ def load(path: Path = TABLE) -> dict:
 def key(cfg) -> str:
     """The cost table's name for a run's network: its architecture; an FC net of one hidden layer
     (paper 004's) is ``fc-1-hidden``. ``<key>/<regime>`` entries (``vconv/dlnpf``: two nets a step)
-    take precedence over ``<key>``."""
+    take precedence over ``<key>``; without one, a regime with a trained feature network is priced as
+    ``<key>/dlnpf`` and one with a frozen feature network (FRNPF, FLNPF) as ``<key>`` with the frozen
+    network's forward (:data:`EVAL` of a step) on top (:func:`per_step`)."""
     name = str(cfg.arch.name)
     if name == "fc" and len(cfg.arch.get("dense") or []) == 1:
         return "fc-1-hidden"
@@ -36,11 +38,21 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     the seconds per net-step measured at the stack size of the papers' jobs). None: not measured.
     A net of another size (:func:`size`) scales ``b``, its arithmetic; ``a``, the step's dispatch and
     kernel launches, stays."""
-    v = entry.get(f"{key(cfg)}/{cfg.regime.name}", entry.get(key(cfg)))
+    k, regime, frozen_feature = key(cfg), cfg.regime, 1.0
+    v = entry.get(f"{k}/{regime.name}")
+    if v is None and not regime.get("tied", True) and k != "routing":  # a feature network beside the value network
+        if regime.get("feature_trainable"):  # two networks trained a step: as DLNPF, else twice one
+            v = entry.get(f"{k}/dlnpf")
+            if v is None and entry.get(k) is not None:
+                v, frozen_feature = entry.get(k), 2.0
+        else:  # a frozen one (FRNPF, FLNPF): its forward on top, EVAL of a step
+            v, frozen_feature = entry.get(k), 1 + EVAL
+    elif v is None:
+        v = entry.get(k)
     if v is None:
         return None
     a, b = (0.0, float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
-    return a, b * size(cfg)
+    return a, b * size(cfg) * frozen_feature
 
 
 ROUTING_REF = (20, 10)  # (M, K) of the routing entries' measurements on the CPU (the H100's: M=40, K=5)
@@ -86,6 +98,10 @@ def size(cfg) -> float:
 TRAIN_SIZES = {"mnist": 60000, "cifar10": 50000}  # full training and test sets, for the cost estimate
 TEST_SIZES = {"mnist": 10000, "cifar10": 10000}
 EVAL = 1 / 3  # a test example's forward against a training example's step (forward, backward, update)
+# the entries' batch: a test example costs EVAL of a training example's share of a step of this batch, however small
+# the run's batch (evaluation runs in large batches: races' batch-4 epochs on this CPU evaluated 4000 examples
+# of 5 nets in 0.32 s, priced 2.1 s per example of a batch-4 step, 0.27 s by this rule)
+EVAL_BATCH = 32
 
 
 def examples(cfg) -> tuple[int, int]:
@@ -101,17 +117,19 @@ def examples(cfg) -> tuple[int, int]:
 
 def eval_share(cfg) -> float:
     """Evaluation's cost against the training's, per epoch: the test examples' forwards (:data:`EVAL` of
-    a training example's step each) over the training examples. Evaluation of the test set after every
+    a training example's step each, at a batch of at least :data:`EVAL_BATCH`) over the training examples. Evaluation of the test set after every
     epoch is in every run; routing runs evaluate the trained and the untrained pathways (twice)."""
     n_train, n_test = examples(cfg)
     if not n_train:
         return 0.0
-    return EVAL * n_test / n_train * (2 if (cfg.dataset.get("routing") or None) else 1)
+    batch = int(cfg.optimizer.batch_size)
+    return EVAL * n_test / n_train * batch / max(batch, EVAL_BATCH) * (2 if (cfg.dataset.get("routing") or None) else 1)
 
 
 def traced_steps(cfg, steps_left: int) -> float:
     """The cost of ``loss_trace=[lo, hi]`` in steps of the run: each traced step t (of those left) evaluates
-    the whole training set, n_train / batch forwards of :data:`EVAL` of a step each."""
+    the whole training set: n_train examples at :data:`EVAL` of a training example's share of a step
+    (of a batch of at least :data:`EVAL_BATCH`)."""
     window = list(cfg.get("loss_trace") or [])
     if not window or not steps_left:
         return 0.0
@@ -119,7 +137,7 @@ def traced_steps(cfg, steps_left: int) -> float:
     batch = int(cfg.optimizer.batch_size)
     total = int(cfg.epochs) * math.ceil(n_train / batch)
     traced = max(0, min(int(window[1]), total) - max(int(window[0]), total - steps_left) + 1)
-    return traced * EVAL * n_train / batch
+    return traced * EVAL * n_train / max(batch, EVAL_BATCH)
 
 
 def price(items, table: dict) -> dict[str, Optional[float]]:
@@ -225,6 +243,7 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
         _, cfg, _ = runs[0]
         steps = int(cfg.epochs) * steps_per_epoch(cfg)
         priced = price([(c, steps, 0) for _, c, _ in runs], {device: entry})[device]
+        priced = float("nan") if priced is None else priced
         measured = max(float(r.get("wall_time_s") or 0.0) for _, _, r in runs)
         lines.append({"run": str(runs[0][0].parent), "arch": key(cfg), "regime": str(cfg.regime.name),
                       "nets": len(runs), "epochs": int(cfg.epochs), "steps": steps,
@@ -245,8 +264,11 @@ def priced_text(df, device: str) -> str:
              "| " + " | ".join(cols) + " | stacks | priced | measured | measured / priced |",
              "|" + "---|" * (len(cols) + 4)]
     for r in g.itertuples(index=False):
-        lines.append("| " + " | ".join(str(getattr(r, c)) for c in cols) + f" | {r.stacks} | {duration(r.priced_s)} | "
-                     f"{duration(r.measured_s)} | {r.measured_s / r.priced_s:.2f} |")
-    total_p, total_m = df.priced_s.sum(), df.measured_s.sum()
-    lines.append(f"whole: priced {duration(total_p)}, measured {duration(total_m)}: {total_m / total_p:.2f}x")
+        priced = f"{duration(r.priced_s)} | {duration(r.measured_s)} | {r.measured_s / r.priced_s:.2f}" \
+            if r.priced_s == r.priced_s and r.priced_s > 0 else f"not measured | {duration(r.measured_s)} | "
+        lines.append("| " + " | ".join(str(getattr(r, c)) for c in cols) + f" | {r.stacks} | {priced} |")
+    known = df[df.priced_s.notna() & (df.priced_s > 0)]
+    total_p, total_m = known.priced_s.sum(), known.measured_s.sum()
+    lines.append(f"whole (the {len(known)} of {len(df)} stacks priced): priced {duration(total_p)}, measured "
+                 f"{duration(total_m)}: {total_m / total_p:.2f}x" if len(known) else "whole: nothing priced")
     return "\n".join(lines)
