@@ -231,8 +231,11 @@ def test_the_price_counts_the_examples_an_epoch_sees_a_loss_trace_and_each_epoch
     entry = {"fc-1-hidden": [0.0, 0.001]}
     base = costs.price([(traced, total, 0)], {"d": entry})["d"]
     assert base == pytest.approx(0.001 * (total * (1 + costs.eval_share(traced)) + 100 * one))
-    written = costs.price([(traced, total, 0)], {"d": {**entry, "epoch": 0.5}})["d"]
-    assert written - base == pytest.approx(0.5 * int(race.epochs))
+    written = costs.price([(traced, total, 0), (traced, total, 0)], {"d": {**entry, "epoch": 0.5}})["d"]
+    both = costs.price([(traced, total, 0), (traced, total, 0)], {"d": entry})["d"]
+    assert written - both == pytest.approx(2 * 0.5 * int(race.epochs))  # each net's writes, each epoch
+    big = costs.price([(traced, total, 0)], {"d": {**entry, "epoch": 0.5, "epoch/fc-1-hidden": 2.0}})["d"]
+    assert big - base == pytest.approx(2.0 * int(race.epochs))
 
 
 def test_a_regime_with_a_feature_network_is_priced_by_what_it_trains():

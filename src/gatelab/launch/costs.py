@@ -146,7 +146,8 @@ def price(items, table: dict) -> dict[str, Optional[float]]:
     evaluation on top (:func:`eval_share`) and a loss trace's (:func:`traced_steps`), and an entry's fixed
     costs: ``start`` seconds for each job (a stack key ``(job, k)``: one process's imports, config and data),
     ``warmup`` for each stack (its first epoch's extra: allocation, cuDNN autotuning) and ``epoch`` for each
-    epoch of a stack (its checkpoint writes and results.json, off the steps' clock). None where a network
+    net and epoch (its checkpoint writes and results.json, off the steps' clock; ``epoch/<key>`` for a
+    network whose checkpoints are large: VCONV's last.pt with Adam's moments is 407 MB, 1.3 s here). None where a network
     of them has no entry for that device."""
     stacks: dict = {}
     for cfg, steps, stack in items:
@@ -163,7 +164,8 @@ def price(items, table: dict) -> dict[str, Optional[float]]:
                 total = None
                 break
             total += (ab[0] + len(runs) * ab[1]) * (steps * (1 + eval_share(cfg)) + traced_steps(cfg, steps))
-            total += float(entry.get("epoch", 0.0)) * steps / max(1, math.ceil(examples(cfg)[0] / int(cfg.optimizer.batch_size)))
+            epochs = steps / max(1, math.ceil(examples(cfg)[0] / int(cfg.optimizer.batch_size)))
+            total += epochs * len(runs) * float(entry.get(f"epoch/{key(cfg)}", entry.get("epoch", 0.0)))
         out[device] = total
     return out
 
