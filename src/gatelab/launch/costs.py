@@ -38,21 +38,21 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     the seconds per net-step measured at the stack size of the papers' jobs). None: not measured.
     A net of another size (:func:`size`) scales ``b``, its arithmetic; ``a``, the step's dispatch and
     kernel launches, stays."""
-    k, regime, frozen_feature = key(cfg), cfg.regime, 1.0
+    k, regime, factor = key(cfg), cfg.regime, 1.0
     v = entry.get(f"{k}/{regime.name}")
     if v is None and not regime.get("tied", True) and k != "routing":  # a feature network beside the value network
         if regime.get("feature_trainable"):  # two networks trained a step: as DLNPF, else twice one
             v = entry.get(f"{k}/dlnpf")
             if v is None and entry.get(k) is not None:
-                v, frozen_feature = entry.get(k), 2.0
+                v, factor = entry.get(k), 2.0
         else:  # a frozen one (FRNPF, FLNPF): its forward on top, EVAL of a step
-            v, frozen_feature = entry.get(k), 1 + EVAL
+            v, factor = entry.get(k), 1 + EVAL
     elif v is None:
         v = entry.get(k)
     if v is None:
         return None
     a, b = (0.0, float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
-    return a, b * size(cfg) * frozen_feature
+    return a, b * size(cfg) * factor
 
 
 ROUTING_REF = (20, 10)  # (M, K) of the routing entries' measurements on the CPU (the H100's: M=40, K=5)
