@@ -115,6 +115,11 @@ def examples(cfg) -> tuple[int, int]:
     return int(n_train), int(n_test)
 
 
+def steps_per_epoch(cfg) -> int:
+    """Optimiser steps in an epoch of ``cfg``: its training examples over its batch."""
+    return math.ceil(examples(cfg)[0] / int(cfg.optimizer.batch_size))
+
+
 def eval_share(cfg) -> float:
     """Evaluation's cost against the training's, per epoch: the test examples' forwards (:data:`EVAL` of
     a training example's step each, at a batch of at least :data:`EVAL_BATCH`) over the training examples. Evaluation of the test set after every
@@ -164,7 +169,7 @@ def price(items, table: dict) -> dict[str, Optional[float]]:
                 total = None
                 break
             total += (ab[0] + len(runs) * ab[1]) * (steps * (1 + eval_share(cfg)) + traced_steps(cfg, steps))
-            epochs = steps / max(1, math.ceil(examples(cfg)[0] / int(cfg.optimizer.batch_size)))
+            epochs = steps / max(1, steps_per_epoch(cfg))
             total += epochs * len(runs) * float(entry.get(f"epoch/{key(cfg)}", entry.get("epoch", 0.0)))
         out[device] = total
     return out
@@ -225,8 +230,6 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
     import json
     from omegaconf import OmegaConf
     import pandas as pd
-    from gatelab.launch.plan import steps_per_epoch
-
     table = load() if table is None else table
     if device not in table:
         raise KeyError(f"no entry {device!r} in {TABLE} (entries: {', '.join(table)})")

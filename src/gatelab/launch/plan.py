@@ -14,7 +14,6 @@ starts (:class:`gatelab.launch.sweep.SweepSummary`).
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Optional
@@ -198,8 +197,7 @@ class RunLeft(NamedTuple):
     stack: int  # the index of the stack it trains in
 
 
-def steps_per_epoch(c) -> int:
-    return math.ceil(costs.examples(c)[0] / c.optimizer.batch_size)
+steps_per_epoch = costs.steps_per_epoch
 
 
 def _shown(d: Path) -> Path:

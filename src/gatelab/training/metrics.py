@@ -2,6 +2,7 @@
 objective, evaluation over a split, and a routing net's pair metrics (paper 003)."""
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 import torch
@@ -58,7 +59,7 @@ def evaluate(model, split: Split, batch_size: int, task: str, stack: int, bf16: 
     loss_sum = torch.zeros(stack, device=device)
     correct = torch.zeros(stack, device=device)
     for xb, yb in split.batches(eval_chunk(model, batch_size, stack)):
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
             out = model(xb.expand(stack, *xb.shape))
         loss, c = objective(out.float(), yb.expand(stack, *yb.shape), task)
         loss_sum += loss * len(yb)

@@ -48,6 +48,29 @@ def figure2_nets(args, argv, started: str) -> None:
     plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, scale, started)
 
 
+def _figures1_4_options(f14) -> None:
+    f14.add_argument("--kinds", nargs="*", choices=["frg", "galu", "relu"], default=["frg", "galu", "relu"],
+                     help="DGN-FRG (Figs 1-3), GaLU and ReLU (Fig 4)")
+    f14.add_argument("--fill-backwards", action="store_true",
+                     help="a second worker beside a running figures1-4 of the same --out: train its missing nets "
+                          "from the last back until it meets the first's, render nothing")
+    f14.add_argument("--inputs", choices=sorted(FIG4_INPUTS), default="square",
+                     help="Figure 4's inputs: " + "; ".join(f"{k}: {v}" for k, v in FIG4_INPUTS.items()))
+
+
+def _fill_backwards(args) -> None:
+    for kind in args.kinds:
+        print(f"{kind}: {fill_backwards(FRG_SCALES[args.scale], kind, args.inputs, args.out / PARTS)} nets trained")
+
+
+def _print_figures1_4(results: dict) -> None:
+    for kind, res in results.items():
+        final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
+        print(f"{kind}: final ‖e_t‖²/‖e_0‖² by (width, depth):\n{final.to_string()}\n")
+        if kind == "frg":
+            print(f"K0/d entries vs ideal:\n{res['entries'].to_string(index=False)}\n")
+
+
 def main(argv=None) -> None:
     ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
     f14 = sub.add_parser("figures1-4", help="Figures 1-4: Gram matrices and GD convergence vs depth")
@@ -65,13 +88,7 @@ def main(argv=None) -> None:
     f2.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figure2-nets"))
     f10 = sub.add_parser("figure10", help="Figure 10 (experiment 8): a deep linear network on one example (seconds)")
     f10.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
-    f14.add_argument("--kinds", nargs="*", choices=["frg", "galu", "relu"], default=["frg", "galu", "relu"],
-                     help="DGN-FRG (Figs 1-3), GaLU and ReLU (Fig 4)")
-    f14.add_argument("--fill-backwards", action="store_true",
-                     help="a second worker beside a running figures1-4 of the same --out: train its missing nets "
-                          "from the last back until it meets the first's, render nothing")
-    f14.add_argument("--inputs", choices=sorted(FIG4_INPUTS), default="square",
-                     help="Figure 4's inputs: " + "; ".join(f"{k}: {v}" for k, v in FIG4_INPUTS.items()))
+    _figures1_4_options(f14)
     for p, scales in ((f14, FRG_SCALES), (f78, FIG7_SCALES)):
         p.add_argument("--scale", default="quick", choices=sorted(scales))
         p.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
@@ -99,17 +116,11 @@ def main(argv=None) -> None:
     if args.what == "figure10":
         print(figure10(args.out).to_string(index=False))
         return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, EXP8, started)
-    if args.what == "figures1-4" and args.fill_backwards:
-        for kind in args.kinds:
-            print(f"{kind}: {fill_backwards(FRG_SCALES[args.scale], kind, args.inputs, args.out / PARTS)} nets trained")
-        return
     if args.what == "figures1-4":
+        if args.fill_backwards:
+            return _fill_backwards(args)
         scale = FRG_SCALES[args.scale]
-        for kind, res in figures1_4(scale, args.out, args.kinds, args.inputs).items():
-            final = res["convergence"].groupby(["width", "depth"]).err_ratio.last()
-            print(f"{kind}: final ‖e_t‖²/‖e_0‖² by (width, depth):\n{final.to_string()}\n")
-            if kind == "frg":
-                print(f"K0/d entries vs ideal:\n{res['entries'].to_string(index=False)}\n")
+        _print_figures1_4(figures1_4(scale, args.out, args.kinds, args.inputs))
     else:
         scale = FIG7_SCALES[args.scale]
         df = figures7_8(scale, [f"out_root={args.runs}", *args.overrides], args.out)
