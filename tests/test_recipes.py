@@ -272,6 +272,13 @@ def test_priced_against_measured_groups_runs_into_their_stacks(tmp_path, capsys)
     priced = steps * 2 * 0.01 * costs.size(cfg) * (1 + costs.eval_share(cfg))  # no job start in a run's wall time
     assert df.priced_s.item() == pytest.approx(priced) and df.ratio.item() == pytest.approx(100.0 / priced)
     assert "| fc | relu | 2 | 2 | 20 |" in costs.priced_text(df, "here")
+    # a stack is what its last.pt records: two regimes of a row's family trained together share one wall time
+    from gatelab.core import checkpoints
+    for seed in (0, 1):
+        checkpoints.save(tmp_path / "runs" / f"seed{seed}" / "ckpt" / "last.pt", group=["a/relu/seed0", "a/relu/seed1"])
+    assert len(costs.priced_against_measured([tmp_path], "here", table)) == 1
+    checkpoints.save(tmp_path / "runs" / "seed1" / "ckpt" / "last.pt", group=["a/relu/seed1"])
+    assert sorted(costs.priced_against_measured([tmp_path], "here", table).nets) == [1, 1]
     with pytest.raises(KeyError, match="no entry 'gpu'"):
         costs.priced_against_measured([tmp_path], "gpu", table)
     assert main(["costs", str(tmp_path / "nothing")]) == 2 and "no completed runs" in capsys.readouterr().err

@@ -221,9 +221,21 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
     return "about " + ", ".join(parts) if parts else "no cost table"
 
 
+def _stack_of(run_dir: Path, res: dict) -> str:
+    """The stack a finished run trained in: the group its last.pt records (read memory-mapped: a row's
+    family, FRNPF-II beside FRNPF-DI, shares a stack), else its config but the seed."""
+    import json
+    from gatelab.core import checkpoints
+    last = checkpoints.load_good(run_dir / "ckpt" / "last.pt", peek=True, quiet=True)
+    if last and last.get("group"):
+        return json.dumps(sorted(last["group"]))
+    plain = {k: v for k, v in res["config"].items() if k not in ("seed", "seeds", "out_root", "progress")}
+    return json.dumps(plain, sort_keys=True, default=str)
+
+
 def priced_against_measured(roots, device: str, table: Optional[dict] = None):
     """Every completed run below ``roots`` beside its price: the runs are grouped into the stacks they
-    trained in (their config but the seed; a stack's nets share its wall time), each stack priced as a plan
+    trained in (:func:`_stack_of`; a stack's nets share its wall time), each stack priced as a plan
     prices it from scratch on ``device``'s entry (its steps, evaluation and warm-up; a job's ``start`` is
     not in a run's ``wall_time_s``) beside the longest ``wall_time_s`` of its nets. A DataFrame: one line a
     stack, with ``priced_s``, ``measured_s`` and ``ratio`` (measured / priced)."""
@@ -241,8 +253,7 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
             if res.get("status") != "completed" or "config" not in res:
                 continue
             cfg = OmegaConf.create(res["config"])
-            plain = {k: v for k, v in res["config"].items() if k not in ("seed", "seeds", "out_root", "progress")}
-            stacks.setdefault(json.dumps(plain, sort_keys=True, default=str), []).append((path.parent, cfg, res))
+            stacks.setdefault(_stack_of(path.parent, res), []).append((path.parent, cfg, res))
     lines = []
     for runs in stacks.values():
         _, cfg, _ = runs[0]
@@ -250,7 +261,8 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
         priced = price([(c, steps, 0) for _, c, _ in runs], {device: entry})[device]
         priced = float("nan") if priced is None else priced
         measured = max(float(r.get("wall_time_s") or 0.0) for _, _, r in runs)
-        lines.append({"run": str(runs[0][0].parent), "arch": key(cfg), "regime": str(cfg.regime.name),
+        regimes = "+".join(dict.fromkeys(str(c.regime.name) for _, c, _ in runs))  # a family: its regimes
+        lines.append({"run": str(runs[0][0].parent), "arch": key(cfg), "regime": regimes,
                       "nets": len(runs), "epochs": int(cfg.epochs), "steps": steps,
                       "threads": runs[0][2].get("env", {}).get("threads"),
                       "cpu": runs[0][2].get("env", {}).get("cpu_capability"),
