@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from gatelab.papers import rows as rows_mod
-from gatelab.papers.dgn import verdicts as dgn
+from gatelab.papers.dgn import figures as frg, verdicts as dgn
+from gatelab.papers.npf.figure3 import MIDDLE_DENSE, MIDDLE_EXAMPLES
 from gatelab.papers.npf import verdicts as npf
 from gatelab.papers.races import verdicts as races
 from gatelab.papers.routing import verdicts as routing
@@ -42,10 +43,12 @@ def alias(row: Callable[[Path], Row], why: str) -> Callable[[Path], Row]:
 def items() -> list[Item]:
     """Every item of the four papers, each paper's in order; an experiment two papers share is read once."""
     same_001 = Item("001", "Figs 6-7", "memorisation network: ideal spectrum, e.c.d.f and error dynamics",
-                    alias(dgn.figure1, "the same experiment as paper 002's Figs 1-3 (µ=1/2, σ=√(2/w), n=200)"))
+                    alias(dgn.figure1, f"the same experiment as paper 002's Figs 1-3 (µ={frg.MU:g}, σ=√(1/(µw)), "
+                                       f"n={frg.N_EXAMPLES})"))
     same_002 = Item("002", "Fig 6", "ν_t = yᵀM̂_t⁻¹y of a ReLU net over training",
-                    alias(npf.figure3_middle, "the same experiment as paper 001's Fig 3 middle (ReLU, w=100, d=5, "
-                                              "Binary-MNIST, n'=200)"))
+                    alias(npf.figure3_middle, "the same experiment as paper 001's Fig 3 middle (ReLU, "
+                                              f"w={MIDDLE_DENSE[0]}, d={len(MIDDLE_DENSE) + 1}, Binary-MNIST, "
+                                              f"n'={MIDDLE_EXAMPLES})"))
     return [*_before(npf.ITEMS, "Tables 1, 3-5; Figs 1, 2, 4, 5", same_001), *_before(dgn.ITEMS, "Fig 7 (experiments 3-5)",
                                                                                      same_002), *routing.ITEMS, *races.ITEMS]
 

@@ -92,14 +92,17 @@ def figure3_left_plot(df: pd.DataFrame, scale: dict):
     return fig
 
 
+MIDDLE_DENSE, MIDDLE_EXAMPLES = (100, 100, 100, 100), 200  # Fig 3 middle: a ReLU net of w=100, d=5; ν on n'=200
+
+
 def figure3_middle_data(common: list[str], scale: dict) -> pd.DataFrame:
     """ν_t of the trace-normalised NPK (Lemma 2.1) over the training of a Binary-MNIST ReLU net."""
     epochs = scale["epochs"]
-    cfg, run_dir, _ = ensure_run([*common, "dataset=binary_mnist", "arch=fc", "arch.dense=[100,100,100,100]",
+    cfg, run_dir, _ = ensure_run([*common, "dataset=binary_mnist", "arch=fc", f"arch.dense=[{','.join(map(str, MIDDLE_DENSE))}]",
                                   "regime=relu", "optimizer=adam", f"epochs={epochs}", *scale["data"],
                                   _epochs_list(range(epochs + 1))])
     data = data_mod.load(cfg.dataset, cfg.data, "cpu")
-    x, y = examples(data, 200)
+    x, y = examples(data, MIDDLE_EXAMPLES)
     rows = []
     for ep in range(epochs + 1):
         h = kernels.npk(model_at(cfg, run_dir, ep, data).double(), x.double())
