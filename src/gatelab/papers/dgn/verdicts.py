@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 from gatelab.papers import report
+from gatelab.papers.dgn.figures import FIG4_INPUTS, FIG4_NAMES
 from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, qualitative, runs_of, scale_of
 
 FIGS = "dgn-figures-paper"
@@ -292,7 +293,8 @@ ITEMS = [
 def figure4_block(root: Path) -> list[str]:
     """Fig 4 on experiment 2's inputs and on the unit-sphere variant: ‖e‖² ratio after the last step per depth."""
     out = ["| inputs | network | ‖e_t‖²/‖e_0‖² after the last GD step, by depth |", "|---|---|---|"]
-    for suffix, inputs in (("", "x ~ U([−1,1]²), n=100 (the paper's)"), ("_sphere10", "unit sphere of R^10, n=200 (variant)")):
+    for name, suffix in FIG4_NAMES.items():  # the inputs each CSV was made on, worded as the figure command words them
+        inputs = FIG4_INPUTS[name]
         for net in ("galu", "relu"):
             df = csv(root, f"{FIGS}/dgn_figure4_{net}{suffix}.csv")
             if df is not None:
