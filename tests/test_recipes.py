@@ -144,7 +144,7 @@ def test_reproduce_dry_run_prints_table2_in_waves_with_its_cost_quickly(tiny_roo
     assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 45
     assert "wave 1: 24 job(s)" in p.stdout and "wave 2: 6 job(s) (after wave 1)" in p.stdout
     assert re.search(r"total: 30 jobs, 150 runs \(0 done\), [\d,]+ net-steps left: about [\d.,]+ H100-hours, "
-                     r"[\d.,]+ CPU-hours", p.stdout), p.stdout[-800:]
+                     r"[\d.,]+ CPU \(AVX-512\)-hours \(\d+ days\), [\d.,]+ CPU \(AVX2\)-hours", p.stdout), p.stdout[-800:]
     assert list(tmp_path.iterdir()) == []  # trains nothing, writes nothing
     assert "report: python -m gatelab.papers.npf table2" in p.stdout
 
