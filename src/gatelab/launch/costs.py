@@ -4,6 +4,7 @@ its measurements there). An estimate: the table's entries were measured at the p
 the seeds stacked; a smaller net or another batch size runs at another speed."""
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -140,7 +141,7 @@ def traced_steps(cfg, steps_left: int) -> float:
         return 0.0
     n_train, _ = examples(cfg)
     batch = int(cfg.optimizer.batch_size)
-    total = int(cfg.epochs) * math.ceil(n_train / batch)
+    total = int(cfg.epochs) * steps_per_epoch(cfg)
     traced = max(0, min(int(window[1]), total) - max(int(window[0]), total - steps_left) + 1)
     return traced * EVAL * n_train / max(batch, EVAL_BATCH)
 
@@ -224,7 +225,6 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
 def _stack_of(run_dir: Path, res: dict) -> str:
     """The stack a finished run trained in: the group its last.pt records (read memory-mapped: a row's
     family, FRNPF-II beside FRNPF-DI, shares a stack), else its config but the seed."""
-    import json
     from gatelab.core import checkpoints
     last = checkpoints.load_good(run_dir / "ckpt" / "last.pt", peek=True, quiet=True)
     if last and last.get("group"):
@@ -239,7 +239,6 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
     prices it from scratch on ``device``'s entry (its steps, evaluation and warm-up; a job's ``start`` is
     not in a run's ``wall_time_s``) beside the longest ``wall_time_s`` of its nets. A DataFrame: one line a
     stack, with ``priced_s``, ``measured_s`` and ``ratio`` (measured / priced)."""
-    import json
     from omegaconf import OmegaConf
     import pandas as pd
     table = load() if table is None else table
