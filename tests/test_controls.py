@@ -101,3 +101,57 @@ def test_experiment_6_at_a_reduced_scale_needs_learning_above_chance_that_the_un
     assert exp6_feature(line((22.0, 1.0), (10.8, 0.1))).startswith("qualitative: agrees")  # 2 s.e. but under 1 point
     assert exp6_feature(line((10.8, 0.1), (10.1, 0.3))).startswith("qualitative: differs")
     assert exp6_feature(line((22.0, 1.0), (10.1, 0.3), n=1)).startswith("not comparable")
+
+
+def _table4(trained, untrained=None, rising=None):
+    """A table4 frame: network -> per-seed best test accuracies (%), the same nets untrained, the rise of
+    each network's mean best-so-far over its last fifth (0 unless given)."""
+    keys = {"relu": ("relu", None, None), "dln": ("dln", None, None), 1: ("soft_relu", 1.0, 0.1),
+            4: ("soft_relu", 4.0, 0.1), 16: ("soft_relu", 16.0, 0.1)}
+    from gatelab.papers.report import seed_text
+    untrained = untrained or {k: [10.0 + 0.3 * s for s in range(3)][::(-1) ** i] for i, k in enumerate(keys)}
+    return pd.DataFrame([{"regime": keys[k][0], "beta": keys[k][1], "eps": keys[k][2], "n": len(v),
+                          "best_per_seed": seed_text(dict(enumerate(v))),
+                          "untrained_per_seed": seed_text(dict(enumerate(untrained[k]))),
+                          "rise_last_fifth": (rising or {}).get(k, 0.0)} for k, v in trained.items()])
+
+
+PAPERLIKE = {"relu": [45.0, 46.0, 44.5], "dln": [33.0, 34.0, 32.5], 1: [38.0, 39.0, 37.5], 4: [42.0, 43.0, 41.5],
+             16: [45.5, 44.5, 45.0]}
+
+
+def test_table4_at_a_reduced_scale_needs_the_order_of_beta_that_untrained_nets_lack():
+    """Paper 002 Table 4 at a reduced scale (issue #37 §3): β=4 and β=16 above β=1, ReLU above DLN, β=16 ≈ ReLU,
+    each by the 2 s.e. rule; the untrained nets must show no such order, and ReLU ≈ DLN must be rejected."""
+    from gatelab.papers.dgn.table4 import feature_tests
+    word, text = feature_tests(_table4(PAPERLIKE))
+    assert word == "agrees" and "4 of 4 claims hold" in text and "(rejected)" in text and "NOT rejected" not in text
+    # the quick scale's own means (β=1 26.7 above β=16 25.5 at ε=0.1, 640 images, 2 epochs): the order is not there
+    quick = PAPERLIKE | {1: [26.4, 27.0, 26.7], 4: [28.0, 29.4, 28.7], 16: [22.0, 29.0, 25.5]}
+    word, text = feature_tests(_table4(quick))
+    assert word == "differs" and "β=16, ε=0.1 > β=1, ε=0.1" in text.split("not: ")[1]
+    # an order the untrained nets show as well: the test would find it in the initialisation
+    biased = {k: [10.0, 10.5, 10.2] for k in ("relu", "dln", 1, 4)} | {16: [20.0, 20.5, 20.2]}
+    assert feature_tests(_table4(PAPERLIKE, untrained=biased))[0] == "no evidence"
+    # ReLU and DLN alike: the likeness test cannot tell the table's widest gap, so β=16 ≈ ReLU says nothing
+    alike = dict(PAPERLIKE, dln=[44.0, 46.5, 45.0])
+    assert feature_tests(_table4(alike))[0] == "no evidence"
+    # a network still learning at its end: no verdict, the tests shown
+    word, text = feature_tests(_table4(PAPERLIKE, rising={1: 2.5}))
+    assert word == "still learning" and "β=1, ε=0.1 +2.50" in text and "4 of 4 claims hold" in text
+    # one seed of a network tested, or no untrained controls: no result
+    assert feature_tests(_table4(dict(PAPERLIKE, relu=[45.0])))[0] == "no result"
+    no_controls = _table4(PAPERLIKE).assign(untrained_per_seed="")
+    assert feature_tests(no_controls)[0] == "no result"
+
+
+def test_the_table4_row_reads_its_features_at_a_reduced_scale_and_not_at_the_quick_one(tmp_path):
+    """The page's Table 4 row: the CPU scale's report is judged by its features; the quick one is not."""
+    full = _table4(PAPERLIKE).assign(network="x", test_mean=40.0, paper_test=71.0)
+    for name, scale in (("table4-conv-cpu", "reduced"), ("table4-quick", "quick")):
+        (tmp_path / name).mkdir()
+        full.to_csv(tmp_path / name / "table4.csv", index=False)
+    row = dgn.table4(tmp_path)
+    assert row.scale == "reduced" and row.verdict.startswith("qualitative: agrees") and "numbers not comparable" in row.verdict
+    (tmp_path / "table4-conv-cpu" / "table4.csv").unlink()
+    assert dgn.table4(tmp_path).verdict == "numbers not comparable at the quick scale"

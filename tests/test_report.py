@@ -1,6 +1,8 @@
 """The Table 2 report: grouping, statistics, step-size choice, exclusions, determinism."""
 import json
+import re
 import statistics
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -128,7 +130,7 @@ def test_table4_rows_train_and_test_beside_the_paper(tmp_path):
     run("dln", 1, 0.38, [0.52, 0.48])
     run("soft_relu", 0, 0.70, [0.9, 0.99], beta=16.0, eps=0.4)
     run("soft_relu", 1, None, [0.9], beta=16.0, eps=0.4, status="diverged")
-    df = dgn.write_table4(root, tmp_path / "out", expected_seeds=2)
+    df = dgn.write_table4(root, tmp_path / "out", expected_seeds=2, controls=False)
     assert len(df) == 18  # DLN, ReLU, 8 betas x 2 eps: the paper's rows, ours where we have runs
     dln = df[df.regime == "dln"].iloc[0]
     assert dln.n == 2 and dln.train_mean == pytest.approx(51.0) and dln.test_mean == pytest.approx(39.0)
@@ -273,6 +275,42 @@ def test_experiment_6_report_from_real_gates_only_runs(tiny_root, tmp_path):
     assert line.diff_test == pytest.approx(line.best_test_mean - 56.0)
     md = (tmp_path / "out" / "exp6.md").read_text()
     assert "REDUCED scale" not in md and "- command: `pytest`" in md and "runs: 2 results.json (2 completed)" in md
+
+
+def test_table4_report_tests_the_stated_features_beside_each_seeds_untrained_net(tiny_root, tmp_path):
+    """Table 4 from real tiny runs of the five networks its features name (2 seeds each): each seed's best and
+    its net untrained (the run's own step-0 checkpoint, evaluated the same way) are in table4.csv, and the
+    report says what the tests find."""
+    from gatelab.launch.runner import ensure_run
+    from gatelab.core import checkpoints
+    from gatelab.data import datasets as data_mod
+    from gatelab.nets.dgn import stack_models
+    from gatelab.nets.regimes import build_model
+    from gatelab.training.metrics import evaluate
+    common = ["dataset=cifar10", "arch=vconv", "arch.conv_channels=[4,4]", "arch.dense=[16]", "optimizer=adam",
+              "epochs=1", f"data.root={tiny_root}", f"out_root={tmp_path / 'runs'}", "device=cpu", "progress=false"]
+    nets = [["regime=relu"], ["regime=dln"]] + [["regime=soft_relu", f"regime.beta={b}", "regime.eps=0.1"] for b in (1, 4, 16)]
+    made = {}
+    for net in nets:
+        for s in (0, 1):
+            made[(net[-1], s)] = ensure_run([*common, *net, f"seed={s}", "checkpoint_steps=[0]"])
+    df = dgn.write_table4(tmp_path / "runs", tmp_path / "out", command="pytest")
+    relu = df[df.regime == "relu"].iloc[0]
+    best = report.per_seed(relu)
+    assert sorted(best) == [0, 1] and best[1] == pytest.approx(100 * made[("regime=relu", 1)][2]["best_test_acc"], abs=1e-3)
+    untrained = report.per_seed(relu, "untrained_per_seed")
+    run_dir = Path(made[("regime=relu", 1)][1])
+    cfg = make_cfg([*common, "regime=relu", "seed=1", "checkpoint_steps=[0]"], tiny_root)
+    data = data_mod.load(cfg.dataset, cfg.data, "cpu")
+    model, _ = build_model(cfg, data.in_shape, data.out_dim)
+    model.load_state_dict(checkpoints.load(run_dir / checkpoints.CKPT_DIR / "step_0.pt")["model"])
+    with torch.no_grad():
+        assert untrained[1] == pytest.approx(100 * evaluate(stack_models([model]), data.test, 4096, data.task, 1)[1][0],
+                                             abs=1e-3)
+    assert (df[df.regime == "soft_relu"].n > 0).sum() == 3 and df[df.eps == 0.4].untrained_per_seed.eq("").all()
+    md = (tmp_path / "out" / "table4.md").read_text()
+    section = md.split("## What the paper states, tested")[1].split("## Provenance")[0]
+    assert re.search(r"\*\*(agrees|differs|no evidence|still learning)\*\*: ", section) and "untrained" in section
 
 
 def _damage(root, seed, edit=None, text=None):

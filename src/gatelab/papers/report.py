@@ -166,6 +166,17 @@ FLAG_FLOOR = 0.5  # points: below this a difference is never flagged, however sm
 FLAG_RULE = f"more than max(2 paper-std, {FLAG_FLOOR}) from the paper"
 
 
+def per_seed(line, column: str = "best_per_seed") -> dict[int, float]:
+    """A CSV cell written as ``seed:value;...`` (:func:`seed_text`) as {seed: value}; {} when empty."""
+    text = line[column] if isinstance(line[column], str) else ""
+    return {int(k): float(v) for k, v in (x.split(":") for x in text.split(";") if x)}
+
+
+def seed_text(values: dict[int, float]) -> str:
+    """{seed: value} as one CSV cell, ``seed:value;...`` in seed order (:func:`per_seed` reads it)."""
+    return ";".join(f"{s}:{v:.4f}" for s, v in sorted(values.items()))
+
+
 def far(diff: float, paper_std: float) -> bool:
     """The one rule every report flags a cell by: |ours − paper| > max(2 paper-std, 0.5). A paper value
     without a std (one run, or none given) is held to the floor alone."""

@@ -73,6 +73,8 @@ def _print_figures1_4(results: dict) -> None:
 
 def main(argv=None) -> None:
     ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
+    t4.add_argument("--no-controls", action="store_true", help="skip the untrained nets (the orderings' control: "
+                    "one forward pass over the test images per seed of the networks tested)")
     f14 = sub.add_parser("figures1-4", help="Figures 1-4: Gram matrices and GD convergence vs depth")
     f78 = sub.add_parser("figures7-8", help="Figures 7-8: Binary-MNIST, adaptable / frozen / learned gates")
     for name, what in (("exp6", "Experiment 6: exp6.{md,csv} from the gates-only runs below --runs"),
@@ -97,7 +99,7 @@ def main(argv=None) -> None:
     f78.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_args(argv)
     if args.what == "table4":
-        df = write_table4(args.runs, args.out, args.seeds, args.command, args.ddof)
+        df = write_table4(args.runs, args.out, args.seeds, args.command, args.ddof, not args.no_controls)
         report.add_note(args.out / "table4.md", args.note)
         print((args.out / "table4.md").read_text())
         print(f"{len(df)} networks -> {args.out}/table4.*", file=sys.stderr)

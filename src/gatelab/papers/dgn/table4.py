@@ -1,4 +1,14 @@
-"""Paper 002 Table 4 (see :mod:`gatelab.papers.dgn`).
+"""Paper 002 Table 4 (see :mod:`gatelab.papers.dgn`), and the features of it a reduced scale can test.
+
+Experiment 7's text: "For moderately high values of β we obtain generalisation performance of 72% which
+is comparable to what we obtain for DNNs ... with standard ReLU activation"; its table: test accuracy
+rises with β at a fixed ε (59, 68, 72 at β = 1, 4, 16, ε = 0.1) and the deep linear network is far
+below ReLU (39 against 71). :data:`CLAIMS` tests these on each network's per-seed best test accuracy by
+the rule of Table 2's claims (:mod:`gatelab.papers.npf.claims`: A > B when the difference of means
+exceeds 2 s.e., Welch; A ≈ B when it is within 2 s.e.), each beside a negative control it must reject:
+an ordering, the same two networks untrained (their initialisation, no step: no order to find); the
+likeness, ReLU ≈ DLN (the table's widest gap). The paper gives no std, so its own rows cannot be
+tested. A network still learning at its end (:data:`gatelab.papers.npf.claims.STILL`) leaves no verdict.
 """
 from __future__ import annotations
 
@@ -8,6 +18,7 @@ from typing import Optional
 import pandas as pd
 
 from gatelab.papers import report
+from gatelab.papers.npf import claims
 
 
 # ---- Table 4 ----
@@ -25,25 +36,86 @@ def _table4_key(r: report.Run):
     return (r.regime, None, None)
 
 
-def table4(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: int = 1) -> pd.DataFrame:
+def _soft(beta: float, eps: float = 0.1) -> tuple:
+    return ("soft_relu", float(beta), eps)
+
+
+RELU, DLN = ("relu", None, None), ("dln", None, None)
+# (kind, a, b) as in gatelab.papers.npf.claims: "above" a > b, "same" a ≈ b (networks as PAPER_TABLE4's keys)
+CLAIMS = [("above", _soft(4), _soft(1)), ("above", _soft(16), _soft(1)), ("above", RELU, DLN), ("same", _soft(16), RELU)]
+SAME_CONTROL = (RELU, DLN)  # the likeness test must reject the table's widest gap
+
+
+def _name(key: tuple) -> str:
+    return f"β={key[1]:g}, ε={key[2]:g}" if key[1] is not None else {"dln": "Deep linear network", "relu": "ReLU"}[key[0]]
+
+
+def _claimed() -> set:
+    return {k for _, a, b in CLAIMS for k in (a, b)}
+
+
+def table4(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: int = 1,
+           controls: bool = False) -> pd.DataFrame:
     """One line per network of Table 4: mean ± std over seeds of each run's best train and best test
-    accuracy (%), beside the published values (CIFAR-10 / VCONV-shaped net / Adam runs only)."""
+    accuracy (%), beside the published values (CIFAR-10 / VCONV-shaped net / Adam runs only); each seed's
+    best, and how much the seeds' mean best-so-far still rose over the last fifth of the epochs. With
+    ``controls``, each seed's net of the networks :data:`CLAIMS` names, untrained (its initialisation:
+    :func:`gatelab.papers.dgn.exp6.untrained_accuracy`), the orderings' negative control."""
+    from gatelab.papers.dgn.exp6 import untrained_accuracy
     lines = []
     for key, (p_train, p_test) in PAPER_TABLE4.items():
         cell = [r for r in runs if r.row == ("vconv", "adam", "cifar10") and _table4_key(r) == key]
         done = report.completed_by_seed(cell)
         tr = report.mean_std([r.best_train for r in done.values()], ddof)
         te = report.mean_std([r.best for r in done.values()], ddof)
-        name = f"β={key[1]:g}, ε={key[2]:g}" if key[1] is not None else {"dln": "Deep linear network", "relu": "ReLU"}[key[0]]
-        lines.append({"network": name, "regime": key[0], "beta": key[1], "eps": key[2], "n": len(done),
+        untrained = {s: untrained_accuracy(r.path) for s, r in done.items()} if controls and key in _claimed() else {}
+        lines.append({"network": _name(key), "regime": key[0], "beta": key[1], "eps": key[2], "n": len(done),
                       "train_mean": tr[0], "train_std": tr[1], "test_mean": te[0], "test_std": te[1], "ddof": ddof,
                       "paper_train": 100 * p_train, "paper_test": 100 * p_test, "diff_test": te[0] - 100 * p_test,
+                      "best_per_seed": report.seed_text({s: r.best for s, r in done.items()}),
+                      "rise_last_fifth": report.rise_at_end(done.values()),
+                      "untrained_per_seed": report.seed_text(untrained),
                       "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in cell if r.status != "completed")),
                       "epochs": report.joined(r.epochs for r in done.values()),
                       "limits": report.limits_text(done.values())})
     df = pd.DataFrame(lines)
     df.insert(df.columns.get_loc("excluded"), "short", df.n < (expected_seeds or max(1, df.n.max())))
     return df
+
+
+def feature_tests(df: pd.DataFrame) -> tuple[str, str]:
+    """(verdict word, sentence) of :data:`CLAIMS` on a table4 frame: ``agrees`` / ``differs`` / ``no
+    evidence`` (:func:`gatelab.papers.npf.claims.summary`), ``still learning`` when a network named rose
+    by :data:`~gatelab.papers.npf.claims.STILL` points or more over its last fifth (the tests shown all the
+    same), ``no result`` without 2 seeds of each network named or without the untrained controls."""
+    lines = {(line["regime"], None if pd.isna(line["beta"]) else float(line["beta"]),
+              None if pd.isna(line["eps"]) else float(line["eps"])): line for _, line in df.iterrows()}
+    need = sorted(_claimed(), key=str)
+    short = [_name(k) for k in need if k not in lines or lines[k]["n"] < 2]
+    if short:
+        return "no result", f"2 or more seeds of each network tested; short: {', '.join(short)}"
+    trained = {k: list(report.per_seed(lines[k]).values()) for k in need}
+    untrained = {k: list(report.per_seed(lines[k], "untrained_per_seed").values()) if "untrained_per_seed" in lines[k]
+                 else [] for k in need}
+    if any(len(v) < 2 for v in untrained.values()):
+        return "no result", "the untrained controls are missing: render the report with them (the default)"
+    tests = []
+    for kind, a, b in CLAIMS:
+        claim = claims.test(kind, trained[a], trained[b], (_name(a), _name(b)))
+        if kind == "above":
+            control = claims.test("above", untrained[a], untrained[b], (f"{_name(a)} untrained", f"{_name(b)} untrained"))
+        else:
+            ca, cb = SAME_CONTROL
+            control = claims.test("same", trained[ca], trained[cb], (_name(ca), _name(cb)))
+        tests.append((claim, control, None))
+    word, text = claims.summary(tests)
+    rises = {_name(k): lines[k].get("rise_last_fifth") for k in need}
+    rising = [f"{n} +{x:.2f}" for n, x in rises.items() if x is not None and not pd.isna(x) and x >= claims.STILL]
+    if rising:
+        return "still learning", (f"no verdict: mean best-so-far still rising over the last fifth of the epochs "
+                                  f"({', '.join(rising)} points; {claims.STILL:g} or more is still learning); the tests "
+                                  f"as they stand: {text}")
+    return word, text
 
 
 def render_table4_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str], command: str) -> str:
@@ -59,6 +131,13 @@ def render_table4_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
         out.append(f"| {line['network']} | {report.fmt(line['train_mean'], line['train_std'])} | "
                    f"{line['paper_train']:.2f} | **{report.fmt(line['test_mean'], line['test_std'])}**{flag} | "
                    f"{line['paper_test']:.2f} | {report.signed(line['diff_test'])} | {line['n']} |")
+    word, text = feature_tests(df)
+    out += ["", "## What the paper states, tested", "",
+            "Test accuracy rises with β at ε=0.1 (β=4 and β=16 above β=1), ReLU above the deep linear network, and "
+            "β=16 comparable to ReLU; A > B holds when the difference of the seeds' means exceeds 2 s.e. (Welch), "
+            "A ≈ B when it is within 2 s.e. Controls: each ordering on the same nets untrained, and ReLU ≈ DLN, must "
+            "be rejected (docs/reproducing.md).", "",
+            f"**{word}**: {text}"]
     out += ["", "## Provenance", *report.provenance(runs, command, scales)]
     out += report.not_counted([(line["network"], line["excluded"]) for _, line in df.iterrows() if line["excluded"]],
                               bad)
@@ -66,9 +145,9 @@ def render_table4_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
 
 
 def write_table4(runs_dir: Path, out_dir: Path, expected_seeds: Optional[int] = None, command: str = "",
-                 ddof: int = 1) -> pd.DataFrame:
+                 ddof: int = 1, controls: bool = True) -> pd.DataFrame:
     runs, bad = report.scan_some(runs_dir)
-    df = table4(runs, expected_seeds, ddof)
+    df = table4(runs, expected_seeds, ddof, controls)
     report.write_outputs(out_dir, "table4", df, {"md": render_table4_markdown(df, runs, bad, command)})
     return df
 

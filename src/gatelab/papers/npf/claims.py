@@ -68,10 +68,11 @@ class Test:
     holds: bool
 
     def text(self) -> str:
+        name = lambda x: NAMES.get(x, x)  # noqa: E731 - another table's cells come named already
         if self.kind == "nearer":
-            what = f"{NAMES[self.a]} nearer {NAMES[self.b[0]]} than {NAMES[self.b[1]]}"
+            what = f"{name(self.a)} nearer {name(self.b[0])} than {name(self.b[1])}"
         else:
-            what = f"{NAMES[self.a]} {'≈' if self.kind == 'same' else '>'} {NAMES[self.b]}"
+            what = f"{name(self.a)} {'≈' if self.kind == 'same' else '>'} {name(self.b)}"
         return f"{what}: Δ {self.diff:+.2f} ± {self.se:.2f} s.e. ({'holds' if self.holds else 'does not hold'})"
 
 

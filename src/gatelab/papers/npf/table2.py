@@ -57,7 +57,7 @@ def _points(x) -> str:
 def _length(chosen: list[report.Run]) -> dict:
     """How long the cell's runs were and when they peaked (the report's Length section)."""
     return {"epochs": report.joined(r.epochs for r in chosen),
-            "best_per_seed": ";".join(f"{r.seed}:{r.best:.4f}" for r in chosen),
+            "best_per_seed": report.seed_text({r.seed: r.best for r in chosen}),
             "best_epochs": ";".join(str(r.best_epoch) for r in chosen),
             "epochs_within_0.05": report.epochs_to_reach(chosen),
             "rise_last_fifth": report.rise_at_end(chosen),
@@ -147,8 +147,7 @@ def _lr_rule(df: pd.DataFrame) -> str:
     return "One step size per row (lr shown for SGD), as the paper's code ran it."
 
 
-def per_seed(line) -> dict[int, float]:
-    return {int(k): float(v) for k, v in (x.split(":") for x in line["best_per_seed"].split(";") if x)}
+per_seed = report.per_seed  # a cell's ``best_per_seed`` column as {seed: accuracy}
 
 
 def gap(df: pd.DataFrame, a: str = "flnpf", b: str = "relu") -> pd.DataFrame:
