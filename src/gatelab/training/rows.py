@@ -22,12 +22,14 @@ def family(cfg) -> tuple:
 
 
 def row_groups(cfg) -> list[list[tuple[tuple, object]]]:
-    """The stacks of a row, in training order: [[((regime, lr, seed), config), ...], ...]."""
+    """The stacks of a row, in training order: [[((regime, lr, seed), config), ...], ...]; with
+    ``stack_seeds=false`` every net alone, in the same order (conv nets on a CPU, where stacking loses)."""
     validate_row(cfg)
     groups: dict = {}
     for key, c in regimes.row_configs(cfg):
         groups.setdefault(family(c), []).append((key, c))
-    return [groups[f] for f in sorted(groups, key=lambda f: f[0])]  # stable: the row's order, sourced last
+    ordered = [groups[f] for f in sorted(groups, key=lambda f: f[0])]  # stable: the row's order, sourced last
+    return ordered if cfg.get("stack_seeds", True) else [[entry] for group in ordered for entry in group]
 
 
 def train_row(cfg) -> dict:
