@@ -25,7 +25,7 @@ CASES = [pytest.param(n, s, marks=[pytest.mark.slow] if (n, s) in SLOW else []) 
 # The Make targets before recipes (issue #29 keeps every name): a target per table, scale and utility.
 TARGETS = {"help", "install", "test", "run", "table2", "table2-mnist", "table2-mnist-full", "table2-quick", "report",
            "figure3", "bench", "table4", "table4-quick", "dgn-figures", "exp6", "exp6-reduced", "page", "table2-conv-reduced", "table2-conv-cpu",
-           "table4-conv-reduced", "dgn-figure5", "dgn-figure5-reduced", "races", "races-quick", "races-report", "races-appendix", "races-drop", "routing-reduced", "routing-reduced-m100", "routing-paper",
+           "table4-conv-reduced", "table4-conv-cpu", "dgn-figure5", "dgn-figure5-reduced", "races", "races-quick", "races-report", "races-appendix", "races-drop", "routing-reduced", "routing-reduced-m100", "routing-paper",
            "routing-isolation", "routing-isolation-leaky", "routing-isolation-decoder", "routing-report", "routing-toy", "routing-features", "routing-backbone"}
 
 
@@ -236,6 +236,24 @@ def test_the_price_counts_the_examples_an_epoch_sees_a_loss_trace_and_each_epoch
     assert written - both == pytest.approx(2 * 0.5 * int(race.epochs))  # each net's writes, each epoch
     big = costs.price([(traced, total, 0)], {"d": {**entry, "epoch": 0.5, "epoch/fc-1-hidden": 2.0}})["d"]
     assert big - base == pytest.approx(2.0 * int(race.epochs))
+
+
+def test_a_cost_entry_goes_through_the_single_and_the_stacked_step_even_where_stacking_loses():
+    """``fit`` puts ``a + S*b`` through both measurements. On a CPU where 2 stacked conv nets take longer than 2
+    single steps, a < 0: one net is priced at its own speed, not the stack's, and a smaller net (size < 1)
+    never gets a negative price, its whole step scaled."""
+    from gatelab.core.runs import compose
+    assert costs.fit(1.0, 1.5, 2) == [0.5, 0.5]  # a GPU: the step's fixed cost shared
+    a, b = costs.fit(0.871, 2.27, 2)  # Zen 3 GCONV: single 0.871 s, 2 stacked 2.27 s a step
+    assert a < 0 and a + b == pytest.approx(0.871, abs=2e-3) and a + 2 * b == pytest.approx(2.27, abs=2e-3)
+    big = compose(["dataset=cifar10", "arch=gconv"])
+    tiny = compose(["arch=fc", "arch.dense=[8,8]"])  # priced by its multiply-adds: a small fraction of the entry's net
+    assert costs.size(big) == 1.0 and costs.size(tiny) < 0.05
+    for cfg, k in ((big, "gconv"), (tiny, "fc")):
+        pa, pb = costs.per_step({k: [a, b]}, cfg)
+        assert pa + pb == pytest.approx(0.871 * costs.size(cfg), rel=3e-3) and pa + 3 * pb > 0
+    priced = costs.price([(big, 100, "one")], {"cpu-x": {"gconv": [a, b]}})["cpu-x"]
+    assert priced == pytest.approx(0.871 * 100 * (1 + costs.eval_share(big)), rel=3e-3)
 
 
 def test_a_regime_with_a_feature_network_is_priced_by_what_it_trains():

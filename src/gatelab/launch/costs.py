@@ -38,7 +38,7 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     a stack of S nets takes ``a + S * b`` a step. An entry is ``[a, b]``, or one number ``b`` (a = 0:
     the seconds per net-step measured at the stack size of the papers' jobs). None: not measured.
     A net of another size (:func:`size`) scales ``b``, its arithmetic; ``a``, the step's dispatch and
-    kernel launches, stays."""
+    kernel launches, stays (a negative ``a``, stacking's extra arithmetic on a CPU, scales with ``b``)."""
     k, regime, factor = key(cfg), cfg.regime, 1.0
     v = entry.get(f"{k}/{regime.name}")
     if v is None and not regime.get("tied", True) and k != "routing":  # a feature network beside the value network
@@ -53,7 +53,8 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     if v is None:
         return None
     a, b = (0.0, float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
-    return a, b * size(cfg) * factor
+    scale = size(cfg) * factor
+    return (a * scale if a < 0 else a), b * scale  # a < 0 (:func:`fit`) is arithmetic too: it scales with b
 
 
 ROUTING_REF = (20, 10)  # (M, K) of the routing entries' measurements on the CPU (the H100's: M=40, K=5)
@@ -177,11 +178,11 @@ def price(items, table: dict) -> dict[str, Optional[float]]:
 
 
 def fit(single: float, stacked: float, s: int) -> list[float]:
-    """``[a, b]`` from the seconds per step of one net alone and of a stack of ``s`` nets (a >= 0)."""
+    """``[a, b]`` through the seconds per step of one net alone (S=1) and of a stack of ``s`` nets (S=s):
+    ``a + S * b``. ``a < 0`` where stacking costs more than S single steps (a CPU's grouped convolutions):
+    a single net is then priced at its own speed, not the stack's (:func:`per_step` scales such an ``a``)."""
     b = (stacked - single) / (s - 1) if s > 1 else single
     a = single - b
-    if a < 0:  # stacking costs more than linear (a CPU's grouped convolutions): per net only
-        a, b = 0.0, stacked / s
     return [float(f"{a:.3g}"), float(f"{b:.3g}")]
 
 
