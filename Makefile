@@ -35,7 +35,7 @@ help:
 	@echo "make table4-conv-cpu     Table 4 (DLN, ReLU, soft-ReLU beta 1,4,16) at a 2-core CPU's scale (2,000/1,000 images, 6 epochs, fp32)"
 	@echo "make table4              Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
 	@echo "make table4-quick        the same at reduced scale (2-core CPU)"
-	@echo "make figure3             Figure 3 equivalents (FIG_SCALE=quick|paper) -> outputs/reports/figure3"
+	@echo "make figure3             Figure 3 equivalents (FIG_SCALE=quick|paper; reduced: the left panel, 3 seeds, a CPU's hours)"
 	@echo "make dgn-figures         paper 002 Figures 1-4 and 7-8 (FIG_SCALE)"
 	@echo "make dgn-figure5         paper 002 Fig 5: ReLU against GaLU on MNIST, random labels and pixels"
 	@echo "make dgn-figure5-reduced the same on this CPU's scale (5000/2000 images, 40 epochs)"

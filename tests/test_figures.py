@@ -40,6 +40,45 @@ def test_figure3_panels_write_png_pdf_csv(tiny_root, tmp_path, monkeypatch):
     assert all((out / f"figure3_{panel}.png").stat().st_size > 0 for panel in ("left", "middle", "right"))
 
 
+def test_figure3_left_over_seeds_keeps_each_seeds_stages_and_their_untrained_control(tiny_root, tmp_path, monkeypatch):
+    """The left panel with ``seeds`` and ``controls`` (the reduced scale's shape): a row per (seed, stage), each
+    FLNPF net's untrained accuracy beside its trained one, and the page's row judges the rise over the seeds."""
+    from gatelab.papers.npf import verdicts
+    seeded = {"left": dict(TINY["left"], seeds=[0, 1], controls=True)}
+    monkeypatch.setitem(npf.SCALES, "tiny-seeds", seeded)
+    out = tmp_path / "reports" / "figure3-reduced"
+    npf.main(["figure3", "--scale", "tiny-seeds", "--panels", "left", "--runs", str(tmp_path / "runs"), "--out", str(out),
+              f"data.root={tiny_root}", "device=cpu"])
+    left = pd.read_csv(out / "figure3_left.csv")
+    assert sorted(zip(left.seed, left.stage)) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    assert left.flnpf_untrained_acc.between(0, 100).all()
+    relu = sorted(p.parent.name.split("-")[0] for p in (tmp_path / "runs").rglob("relu/seed*/results.json"))
+    assert relu == ["seed0", "seed1"]  # each seed's FLNPF nets take their gates from that seed's ReLU run
+    row = verdicts.figure3_left(tmp_path / "reports")
+    assert row.scale == "reduced" and "over 2 seeds" in row.verdict and "untrained" in row.verdict
+    assert row.verdict.startswith(("qualitative: agrees", "qualitative: differs", "qualitative: no evidence"))
+
+
+def _left(root, trained: dict, untrained: dict):
+    """A reduced-scale figure3_left.csv: stage -> per-seed accuracies, trained and untrained."""
+    d = root / "figure3-reduced"
+    d.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([{"stage": k, "source_epoch": k, "seed": s, "flnpf_best_test_acc": trained[k][s],
+                   "flnpf_untrained_acc": untrained[k][s], "relu_best_test_acc": 27.0, "frnpf_ii_best_test_acc": 25.0}
+                  for k in trained for s in range(len(trained[k]))]).to_csv(d / "figure3_left.csv", index=False)
+    from gatelab.papers.npf import verdicts
+    return verdicts.figure3_left(root).verdict
+
+
+def test_figure3_left_needs_a_rise_of_2_se_that_the_untrained_nets_do_not_show(tmp_path):
+    flat = {1: [10.0, 10.2, 9.9], 2: [10.1, 9.8, 10.0], 3: [9.9, 10.1, 10.0]}
+    rising = {1: [24.0, 25.0, 24.5], 2: [26.0, 26.5, 27.0], 3: [28.0, 29.0, 28.5]}
+    assert _left(tmp_path / "a", rising, flat).startswith("qualitative: agrees")
+    noisy = {1: [24.0, 29.0, 24.5], 2: [26.0, 26.5, 27.0], 3: [25.0, 29.0, 26.0]}  # +0.8 at a s.e. of 2: not shown
+    assert _left(tmp_path / "b", noisy, flat).startswith("qualitative: differs")
+    assert _left(tmp_path / "c", rising, rising).startswith("qualitative: no evidence")  # the untrained nets rise too
+
+
 def test_frg_gram_entries_follow_eq_5():
     """DGN-FRG (paper 002): E[K0]/d has 1 on the diagonal and µ^(d-1) off it (eq. (5))."""
     import torch

@@ -252,7 +252,7 @@ def test_experiment_6_report_from_real_gates_only_runs(tiny_root, tmp_path):
     (line,) = df.itertuples()
     # the control is each run's own net before its first step: its step-0 checkpoint, evaluated the same way
     from gatelab.core import checkpoints
-    from gatelab.papers.dgn.exp6 import untrained_accuracy
+    from gatelab.papers.report import untrained_accuracy
     from gatelab.nets.dgn import stack_models
     from gatelab.nets.regimes import build_model
     from gatelab.data import datasets as data_mod

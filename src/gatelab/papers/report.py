@@ -9,8 +9,10 @@ the runs alone: rendering twice gives the same files.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -76,6 +78,33 @@ def scan(runs_dir: Path) -> tuple[list[Run], list[str]]:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             bad.append(skip_note(path, f"a field the tables read is missing or malformed ({type(e).__name__}: {e})"))
     return runs, bad
+
+
+@lru_cache(maxsize=2)
+def _test_data(dataset_json: str, data_json: str):
+    from omegaconf import OmegaConf
+
+    from gatelab.data import datasets as data_mod
+    return data_mod.load(OmegaConf.create(json.loads(dataset_json)), OmegaConf.create(json.loads(data_json)), "cpu")
+
+
+def untrained_accuracy(run_path) -> float:
+    """A negative control (issue #37: experiment 6, Table 4, Fig 3 left): the run's own net at initialisation
+    (its seed's weights, a sourced regime's gates as its source gives them; no step taken) on the run's
+    test images, %."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from gatelab.nets.dgn import stack_models
+    from gatelab.nets.regimes import build_model
+    from gatelab.training.metrics import evaluate
+    c = json.loads((Path(run_path) / "results.json").read_text())["config"]
+    cfg = OmegaConf.create(c)
+    data = _test_data(json.dumps(c["dataset"], sort_keys=True), json.dumps(c["data"], sort_keys=True))
+    model, _ = build_model(cfg, data.in_shape, data.out_dim)
+    with torch.no_grad():
+        _, acc = evaluate(stack_models([model]), data.test, int(cfg.eval_batch_size), data.task, 1)
+    return 100 * acc[0]
 
 
 def _run(path: Path, res: dict) -> Run:

@@ -5,8 +5,6 @@ The value network Θw is frozen at its random initialisation; the gating network
 """
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -17,36 +15,10 @@ PAPER_EXP6 = 56.0  # % test accuracy, paper 002 experiment 6 (no std given)
 CHANCE = 10.0  # % on CIFAR-10's 10 balanced classes
 
 
-@lru_cache(maxsize=2)
-def _test_data(dataset_json: str, data_json: str):
-    from omegaconf import OmegaConf
-
-    from gatelab.data import datasets as data_mod
-    return data_mod.load(OmegaConf.create(json.loads(dataset_json)), OmegaConf.create(json.loads(data_json)), "cpu")
-
-
-def untrained_accuracy(run_path) -> float:
-    """The negative control (issue #37): the run's own net at initialisation (its seed's gates and values,
-    no step taken: the init is drawn from the seed alone) on the run's test images, %."""
-    import torch
-    from omegaconf import OmegaConf
-
-    from gatelab.nets.dgn import stack_models
-    from gatelab.nets.regimes import build_model
-    from gatelab.training.metrics import evaluate
-    c = json.loads((Path(run_path) / "results.json").read_text())["config"]
-    cfg = OmegaConf.create(c)
-    data = _test_data(json.dumps(c["dataset"], sort_keys=True), json.dumps(c["data"], sort_keys=True))
-    model, _ = build_model(cfg, data.in_shape, data.out_dim)
-    with torch.no_grad():
-        _, acc = evaluate(stack_models([model]), data.test, int(cfg.eval_batch_size), data.task, 1)
-    return 100 * acc[0]
-
-
 def exp6(runs: list[report.Run], ddof: int = 1, controls: bool = False) -> pd.DataFrame:
     """One line per (architecture, epochs, images) of the gates-only runs: mean ± std over seeds of each
     run's best test accuracy (%), beside the published 56%; with ``controls``, the same nets untrained
-    (:func:`untrained_accuracy`, mean ± std)."""
+    (:func:`gatelab.papers.report.untrained_accuracy`, mean ± std)."""
     lines = []
     cells = {}
     for r in runs:
@@ -61,7 +33,7 @@ def exp6(runs: list[report.Run], ddof: int = 1, controls: bool = False) -> pd.Da
                       "paper_test": PAPER_EXP6, "diff_test": mean - PAPER_EXP6,
                       "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in cell if r.status != "completed"))})
         if controls:
-            m0, s0 = report.mean_std([untrained_accuracy(r.path) for r in done.values()], ddof)
+            m0, s0 = report.mean_std([report.untrained_accuracy(r.path) for r in done.values()], ddof)
             lines[-1].update(untrained_test_mean=m0, untrained_test_std=s0)
     return pd.DataFrame(lines)
 

@@ -60,15 +60,14 @@ def table4(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
     accuracy (%), beside the published values (CIFAR-10 / VCONV-shaped net / Adam runs only); each seed's
     best, and how much the seeds' mean best-so-far still rose over the last fifth of the epochs. With
     ``controls``, each seed's net of the networks :data:`CLAIMS` names, untrained (its initialisation:
-    :func:`gatelab.papers.dgn.exp6.untrained_accuracy`), the orderings' negative control."""
-    from gatelab.papers.dgn.exp6 import untrained_accuracy
+    :func:`gatelab.papers.report.untrained_accuracy`), the orderings' negative control."""
     lines = []
     for key, (p_train, p_test) in PAPER_TABLE4.items():
         cell = [r for r in runs if r.row == ("vconv", "adam", "cifar10") and _table4_key(r) == key]
         done = report.completed_by_seed(cell)
         tr = report.mean_std([r.best_train for r in done.values()], ddof)
         te = report.mean_std([r.best for r in done.values()], ddof)
-        untrained = {s: untrained_accuracy(r.path) for s, r in done.items()} if controls and key in _claimed() else {}
+        untrained = {s: report.untrained_accuracy(r.path) for s, r in done.items()} if controls and key in _claimed() else {}
         lines.append({"network": _name(key), "regime": key[0], "beta": key[1], "eps": key[2], "n": len(done),
                       "train_mean": tr[0], "train_std": tr[1], "test_mean": te[0], "test_std": te[1], "ddof": ddof,
                       "paper_train": 100 * p_train, "paper_test": 100 * p_test, "diff_test": te[0] - 100 * p_test,

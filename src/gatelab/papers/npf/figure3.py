@@ -26,6 +26,11 @@ SCALES = {
     "quick": {"left": dict(relu_epochs=6, stages=[1, 2, 3, 4, 5, 6], flnpf_epochs=3,
                            data=["dataset.limit_train=2000", "dataset.limit_test=1000"]),
               "middle": dict(epochs=8, data=[]), "right": dict(epochs=5, data=["dataset.limit_train=10000"])},
+    # the left panel at a 2-core CPU's scale with seeds enough for its verdict (issue #37 §2): 3 stages, 3 seeds,
+    # and each FLNPF net untrained as the control (the page's Fig 3 left row); the others as at the quick scale
+    "reduced": {"left": dict(relu_epochs=6, stages=[1, 3, 6], flnpf_epochs=3, seeds=[0, 1, 2], controls=True,
+                             data=["dataset.limit_train=2000", "dataset.limit_test=1000"]),
+                "middle": dict(epochs=8, data=[]), "right": dict(epochs=5, data=["dataset.limit_train=10000"])},
 }
 
 
@@ -34,23 +39,31 @@ def _epochs_list(epochs) -> str:
 
 
 def figure3_left_data(common: list[str], scale: dict) -> pd.DataFrame:
-    """FLNPF-k's best test accuracy with the gates of the ReLU run at stage k, beside the references."""
+    """FLNPF-k's best test accuracy with the gates of the ReLU run at stage k, beside the references; a row
+    per (seed, stage) over the scale's ``seeds`` (the config's seed where it lists none). With ``controls``,
+    each FLNPF net untrained too (its random value network on the stage's gates: the page's control)."""
+    from gatelab.papers.report import untrained_accuracy
     base = [*common, "dataset=cifar10", "arch=gconv", "optimizer=adam", *scale["data"]]
+    rows = []
+    for seed in scale.get("seeds") or [None]:
+        rows += _left_seed([*base, *([f"seed={seed}"] if seed is not None else [])], scale, untrained_accuracy)
+    return pd.DataFrame(rows)
+
+
+def _left_seed(base: list[str], scale: dict, untrained) -> list[dict]:
     stages = scale["stages"]
     _, relu_dir, relu = ensure_run([*base, "regime=relu", f"epochs={scale['relu_epochs']}", _epochs_list(stages)])
     _, _, frnpf = ensure_run([*base, "regime=frnpf_ii", f"epochs={scale['flnpf_epochs']}"])
     rows = []
     for k, ep in enumerate(stages, 1):
-        _, _, res = ensure_run([*base, "regime=flnpf", f"regime.source={relu_dir}", f"regime.source_ckpt=epoch_{ep}",
-                                f"epochs={scale['flnpf_epochs']}"])
+        _, flnpf_dir, res = ensure_run([*base, "regime=flnpf", f"regime.source={relu_dir}", f"regime.source_ckpt=epoch_{ep}",
+                                        f"epochs={scale['flnpf_epochs']}"])
         rows.append({"stage": k, "source_epoch": ep, "flnpf_best_test_acc": 100 * res["best_test_acc"],
-                     "relu_test_acc_at_source_epoch": 100 * relu["history"][ep - 1]["test_acc"]})
-    df = pd.DataFrame(rows)
-    df["relu_best_test_acc"] = 100 * relu["best_test_acc"]
-    df["frnpf_ii_best_test_acc"] = 100 * frnpf["best_test_acc"]
-    df["cntk_published"] = CNTK_GCONV
-    df["seed"] = int(relu["seed"])
-    return df
+                     "relu_test_acc_at_source_epoch": 100 * relu["history"][ep - 1]["test_acc"],
+                     **({"flnpf_untrained_acc": untrained(flnpf_dir)} if scale.get("controls") else {}),
+                     "relu_best_test_acc": 100 * relu["best_test_acc"], "frnpf_ii_best_test_acc": 100 * frnpf["best_test_acc"],
+                     "cntk_published": CNTK_GCONV, "seed": int(relu["seed"])})
+    return rows
 
 
 def runs_in(df: pd.DataFrame) -> str:
@@ -76,13 +89,17 @@ def figure3_left_plot(df: pd.DataFrame, scale: dict):
     ReLU, FRNPF-II (Table 2, GCONV Adam) and CNTK values."""
     paper = PAPER_TABLE2[("gconv", "adam", "cifar10")]
     fig, ax = plt.subplots(figsize=(8.4, 4.0))
-    ax.plot(df.stage, df.flnpf_best_test_acc, "o-", label="ours: FLNPF-k (gates of ReLU at stage k)")
-    ax.axhline(df.relu_best_test_acc[0], color="k", ls="-", lw=1, label="ours: ReLU (best)")
-    ax.axhline(df.frnpf_ii_best_test_acc[0], color="tab:red", ls="-", lw=1, label="ours: FRNPF-II")
+    by = df.groupby("stage")
+    mean, se = by.flnpf_best_test_acc.mean(), by.flnpf_best_test_acc.sem().fillna(0.0)  # s.e. over seeds; 0 for one
+    ax.errorbar(mean.index, mean, yerr=se, fmt="o-", capsize=3, label="ours: FLNPF-k (gates of ReLU at stage k), ± s.e.")
+    if "flnpf_untrained_acc" in df:
+        ax.plot(mean.index, by.flnpf_untrained_acc.mean(), "x:", color="tab:gray", label="ours: FLNPF-k untrained (control)")
+    ax.axhline(df.relu_best_test_acc.mean(), color="k", ls="-", lw=1, label="ours: ReLU (best)")
+    ax.axhline(df.frnpf_ii_best_test_acc.mean(), color="tab:red", ls="-", lw=1, label="ours: FRNPF-II")
     ax.axhline(paper["relu"][0], color="k", ls="--", lw=1, label=f"paper: ReLU {paper['relu'][0]}")
     ax.axhline(paper["frnpf_ii"][0], color="tab:red", ls="--", lw=1, label=f"paper: FRNPF-II {paper['frnpf_ii'][0]}")
     ax.axhline(CNTK_GCONV, color="tab:green", ls=":", lw=1, label=f"CNTK {CNTK_GCONV} (published)")
-    ax.set_xlabel(f"stage k (ReLU epoch {', '.join(map(str, df.source_epoch))})")
+    ax.set_xlabel(f"stage k (ReLU epoch {', '.join(map(str, by.source_epoch.first()))})")
     ax.set_ylabel("best test accuracy (%)")
     ax.set_title(f"GCONV / CIFAR-10 / Adam, {_seeds(df)}, {_scale_text(scale)}, FLNPF {scale['flnpf_epochs']} epochs",
                  fontsize=8)

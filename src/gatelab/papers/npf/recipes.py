@@ -73,9 +73,13 @@ def table2_mnist(o: Options) -> Recipe:
         _table2_report(root, f"{out}/adam3e-4", "--arch", "fc", "--lr", "adam=3e-4")])
 
 
-@recipe("figure3", ("quick", "paper"), "Figure 3 of paper 001: NPF learning (left), nu_t (middle), NTK blocks (right)")
+@recipe("figure3", ("quick", "paper", "reduced"), "Figure 3 of paper 001: NPF learning (left), nu_t (middle), NTK blocks (right)")
 def figure3(o: Options) -> Recipe:
+    """``reduced``: the left panel alone at a 2-core CPU's scale, 3 seeds and its untrained control
+    (``figure3.SCALES["reduced"]``), into its own report folder."""
     data = [f"data.root={o.data}"] if o.data else []
+    reduced = o.scale == "reduced"
     return Recipe("figure3", "Figure 3 equivalents", figures=[[
         "gatelab.papers.npf", "figure3", "--scale", o.scale, "--runs", f"outputs/figure3-{o.scale}",
-        "--out", "outputs/reports/figure3", *data]])
+        *(["--panels", "left"] if reduced else []),
+        "--out", "outputs/reports/figure3-reduced" if reduced else "outputs/reports/figure3", *data]])
