@@ -54,6 +54,12 @@ def test_figure3_left_over_seeds_keeps_each_seeds_stages_and_their_untrained_con
     assert left.flnpf_untrained_acc.between(0, 100).all()
     relu = sorted(p.parent.name.split("-")[0] for p in (tmp_path / "runs").rglob("relu/seed*/results.json"))
     assert relu == ["seed0", "seed1"]  # each seed's FLNPF nets take their gates from that seed's ReLU run
+    # what a recipe's dry run prices (figure3_runs) is what the figure trained: the same run directories
+    from gatelab.core.runs import compose, run_dir
+    common = [f"out_root={tmp_path / 'runs'}", f"data.root={tiny_root}", "device=cpu"]
+    priced = {str(run_dir(compose(["progress=false", *o]))) for o in npf.figure3_runs(["left"], seeded, common)}
+    trained = {str(p.parent) for p in (tmp_path / "runs").rglob("seed*-*/results.json") if "seeds" not in p.parent.name}
+    assert priced == trained and len(priced) == 2 * (1 + 1 + 2)  # per seed: ReLU, FRNPF-II, FLNPF at 2 stages
     row = verdicts.figure3_left(tmp_path / "reports")
     assert row.scale == "reduced" and "over 2 seeds" in row.verdict and "untrained" in row.verdict
     assert row.verdict.startswith(("qualitative: agrees", "qualitative: differs", "qualitative: no evidence"))

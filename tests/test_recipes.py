@@ -149,6 +149,15 @@ def test_reproduce_dry_run_prints_table2_in_waves_with_its_cost_quickly(tiny_roo
     assert "report: python -m gatelab.papers.npf table2" in p.stdout
 
 
+def test_a_figure_recipes_dry_run_prices_the_runs_its_figure_trains(tiny_root, capsys):
+    """Figure 3 left at the reduced scale trains its runs inside the figure command; the dry run prices them
+    (15: per seed ReLU, FRNPF-II and FLNPF at 3 stages) and adds them to the total."""
+    assert main(["reproduce", "figure3", "--scale", "reduced", "--dry-run", "--data", str(tiny_root)]) in (0, None)
+    out = capsys.readouterr().out
+    assert "its runs: 15 run(s) [new]" in out and "not priced here" not in out
+    assert re.search(r"total: 0 jobs, 15 runs \(0 done\), [\d,]+ net-steps left: about .*CPU \(AVX2\)", out)
+
+
 def test_a_fifth_paper_is_a_package_with_a_recipes_file(tmp_path, monkeypatch, tiny_root, capsys):
     """What the README shows: a paper package holding recipes.py is found by name, plans, and lists."""
     import gatelab.papers as papers

@@ -93,6 +93,7 @@ class Recipe:
     figures: list[list[str]] = field(default_factory=list)
     reports: list[list[str]] = field(default_factory=list)
     banner: str = ""  # the first line of every report a shorter try renders (Options.banner)
+    figure_runs: list[list[str]] = field(default_factory=list)  # the runs the figure commands train, to price
 
 
 @dataclass
@@ -224,13 +225,35 @@ def describe(r: Recipe, waves: list[list[Step]], scale: str, table: Optional[dic
             n_runs += len(s.runs)
             done += sum(r.steps == 0 for r in s.runs)
     for f in r.figures:
-        lines.append(f"figure step (trains the runs it needs itself, not priced here): python -m {' '.join(f)}")
+        lines.append(f"figure step (trains the runs it needs itself{'' if r.figure_runs else ', not priced here'}): "
+                     f"python -m {' '.join(f)}")
+    if r.figure_runs:
+        fig = figure_steps(r)
+        price = costs.price([p for s in fig for p in s.priced()], table)
+        left = [x for s in fig for x in s.runs]
+        lines.append(f"  its runs: {len(left)} run(s) [{', '.join(sorted({x.state.split(',')[0] for x in left}))}], "
+                     f"{sum(s.steps_left for s in fig):,} net-steps left, one after another: {costs.words(price, table)}")
+        for k, v in price.items():
+            total[k] = None if v is None or total.get(k, 0.0) is None else total.get(k, 0.0) + v
+        n_runs += len(left)
+        done += sum(x.steps == 0 for x in left)
     for rep in r.reports:
         lines.append("report: python -m " + " ".join(a.replace("{command}", "'<this command>'") for a in rep))
-    steps = sum(s.steps_left for w in waves for s in w)
+    steps = sum(s.steps_left for w in waves for s in w) + (sum(s.steps_left for s in figure_steps(r)) if r.figure_runs else 0)
     lines.append(f"total: {sum(map(len, waves))} jobs, {n_runs} runs ({done} done), {steps:,} net-steps left: "
                  f"{costs.words(total, table, long=True)}")
     return "\n".join(lines)
+
+
+def figure_steps(r: Recipe) -> list[Step]:
+    """The runs a recipe's figure commands train themselves (``Recipe.figure_runs``), each its own job
+    as ``ensure_run`` trains it, with what is left of it on disk: their price, not checked (a figure's
+    FLNPF source is trained by the figure before it)."""
+    out = []
+    for overrides in r.figure_runs:
+        job = plan.build(compose(["progress=false", *overrides]))[-1]
+        out.append(Step(list(overrides), job, plan.runs_left(job)))
+    return out
 
 
 def _call(argv: list[str]) -> int:

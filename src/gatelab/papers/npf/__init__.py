@@ -30,7 +30,7 @@ from gatelab.papers.npf.table2 import (  # noqa: F401
     step_sizes, gap, render_table2_markdown, render_table2_latex, write_table2)
 from gatelab.papers.npf.figure3 import (  # noqa: F401
     CNTK_GCONV, SCALES, figure3_left_data, figure3_left_plot, figure3_middle_data, figure3_middle_plot,
-    figure3_right_data, figure3_right_plot, FIGURE3, figure3, replot)
+    figure3_right_data, figure3_right_plot, FIGURE3, figure3, figure3_runs, replot)
 
 
 def main(argv=None) -> None:

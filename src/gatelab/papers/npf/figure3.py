@@ -43,21 +43,33 @@ def figure3_left_data(common: list[str], scale: dict) -> pd.DataFrame:
     per (seed, stage) over the scale's ``seeds`` (the config's seed where it lists none). With ``controls``,
     each FLNPF net untrained too (its random value network on the stage's gates: the page's control)."""
     from gatelab.papers.report import untrained_accuracy
+    return pd.DataFrame([row for base in _left_base(common, scale) for row in _left_seed(base, scale, untrained_accuracy)])
+
+
+def _left_base(common: list[str], scale: dict) -> list[list[str]]:
+    """Each seed's overrides of the left panel (the config's seed where the scale lists none)."""
     base = [*common, "dataset=cifar10", "arch=gconv", "optimizer=adam", *scale["data"]]
-    rows = []
-    for seed in scale.get("seeds") or [None]:
-        rows += _left_seed([*base, *([f"seed={seed}"] if seed is not None else [])], scale, untrained_accuracy)
-    return pd.DataFrame(rows)
+    return [[*base, *([f"seed={seed}"] if seed is not None else [])] for seed in scale.get("seeds") or [None]]
+
+
+def _left_runs(base: list[str], scale: dict) -> tuple[list[str], list[str], list[list[str]]]:
+    """One seed's runs (ReLU with its stage checkpoints, FRNPF-II, FLNPF per stage) as run.py overrides;
+    FLNPF's source is the ReLU run's directory, known from its key before it trains."""
+    from gatelab.core.runs import compose, run_dir
+    relu = [*base, "regime=relu", f"epochs={scale['relu_epochs']}", _epochs_list(scale["stages"])]
+    source = run_dir(compose(["progress=false", *relu]))  # what ensure_run trains it into
+    frnpf = [*base, "regime=frnpf_ii", f"epochs={scale['flnpf_epochs']}"]
+    return relu, frnpf, [[*base, "regime=flnpf", f"regime.source={source}", f"regime.source_ckpt=epoch_{ep}",
+                          f"epochs={scale['flnpf_epochs']}"] for ep in scale["stages"]]
 
 
 def _left_seed(base: list[str], scale: dict, untrained) -> list[dict]:
-    stages = scale["stages"]
-    _, relu_dir, relu = ensure_run([*base, "regime=relu", f"epochs={scale['relu_epochs']}", _epochs_list(stages)])
-    _, _, frnpf = ensure_run([*base, "regime=frnpf_ii", f"epochs={scale['flnpf_epochs']}"])
+    relu_run, frnpf_run, flnpf_runs = _left_runs(base, scale)
+    _, relu_dir, relu = ensure_run(relu_run)
+    _, _, frnpf = ensure_run(frnpf_run)
     rows = []
-    for k, ep in enumerate(stages, 1):
-        _, flnpf_dir, res = ensure_run([*base, "regime=flnpf", f"regime.source={relu_dir}", f"regime.source_ckpt=epoch_{ep}",
-                                        f"epochs={scale['flnpf_epochs']}"])
+    for k, (ep, run) in enumerate(zip(scale["stages"], flnpf_runs), 1):
+        _, flnpf_dir, res = ensure_run(run)
         rows.append({"stage": k, "source_epoch": ep, "flnpf_best_test_acc": 100 * res["best_test_acc"],
                      "relu_test_acc_at_source_epoch": 100 * relu["history"][ep - 1]["test_acc"],
                      **({"flnpf_untrained_acc": untrained(flnpf_dir)} if scale.get("controls") else {}),
@@ -112,12 +124,15 @@ def figure3_left_plot(df: pd.DataFrame, scale: dict):
 MIDDLE_DENSE, MIDDLE_EXAMPLES = (100, 100, 100, 100), 200  # Fig 3 middle: a ReLU net of w=100, d=5; ν on n'=200
 
 
+def _middle_run(common: list[str], scale: dict) -> list[str]:
+    return [*common, "dataset=binary_mnist", "arch=fc", f"arch.dense=[{','.join(map(str, MIDDLE_DENSE))}]",
+            "regime=relu", "optimizer=adam", f"epochs={scale['epochs']}", *scale["data"], _epochs_list(range(scale["epochs"] + 1))]
+
+
 def figure3_middle_data(common: list[str], scale: dict) -> pd.DataFrame:
     """ν_t of the trace-normalised NPK (Lemma 2.1) over the training of a Binary-MNIST ReLU net."""
     epochs = scale["epochs"]
-    cfg, run_dir, _ = ensure_run([*common, "dataset=binary_mnist", "arch=fc", f"arch.dense=[{','.join(map(str, MIDDLE_DENSE))}]",
-                                  "regime=relu", "optimizer=adam", f"epochs={epochs}", *scale["data"],
-                                  _epochs_list(range(epochs + 1))])
+    cfg, run_dir, _ = ensure_run(_middle_run(common, scale))
     data = data_mod.load(cfg.dataset, cfg.data, "cpu")
     x, y = examples(data, MIDDLE_EXAMPLES)
     rows = []
@@ -138,11 +153,15 @@ def figure3_middle_plot(df: pd.DataFrame, scale: dict):
     return fig
 
 
+def _right_run(common: list[str], scale: dict) -> list[str]:
+    return [*common, "dataset=mnist", "arch=fc", "regime=dlnpf", "optimizer=adam", f"epochs={scale['epochs']}",
+            *scale["data"], _epochs_list(range(scale["epochs"] + 1))]
+
+
 def figure3_right_data(common: list[str], scale: dict) -> pd.DataFrame:
     """Trace and Frobenius norm of the NTK blocks Kᵛ, Kᶠ (Prop 4.1) over the training of a DLNPF net."""
     epochs = scale["epochs"]
-    cfg, run_dir, _ = ensure_run([*common, "dataset=mnist", "arch=fc", "regime=dlnpf", "optimizer=adam",
-                                  f"epochs={epochs}", *scale["data"], _epochs_list(range(epochs + 1))])
+    cfg, run_dir, _ = ensure_run(_right_run(common, scale))
     data = data_mod.load(cfg.dataset, cfg.data, "cpu")
     x, _ = examples(data, 100)
     rows = []
@@ -170,6 +189,18 @@ def figure3_right_plot(df: pd.DataFrame, scale: dict):
 
 FIGURE3 = {"left": (figure3_left_data, figure3_left_plot), "middle": (figure3_middle_data, figure3_middle_plot),
            "right": (figure3_right_data, figure3_right_plot)}
+
+
+def figure3_runs(panels: list[str], scale: dict, common: list[str]) -> list[list[str]]:
+    """The runs the panels train (``ensure_run``'s overrides, in order): what a recipe's dry run prices."""
+    out = []
+    for panel in panels:
+        if panel == "left":
+            out += [run for base in _left_base(common, scale["left"]) for r in _left_runs(base, scale["left"])
+                    for run in (r if isinstance(r[0], list) else [r])]
+        else:
+            out.append((_middle_run if panel == "middle" else _right_run)(common, scale[panel]))
+    return out
 
 
 def figure3(panels: list[str], scale: dict, common: list[str], out: Path) -> dict[str, pd.DataFrame]:

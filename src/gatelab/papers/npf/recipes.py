@@ -77,9 +77,12 @@ def table2_mnist(o: Options) -> Recipe:
 def figure3(o: Options) -> Recipe:
     """``reduced``: the left panel alone at a 2-core CPU's scale, 3 seeds and its untrained control
     (``figure3.SCALES["reduced"]``), into its own report folder."""
+    from gatelab.papers.npf.figure3 import SCALES, figure3_runs
     data = [f"data.root={o.data}"] if o.data else []
     reduced = o.scale == "reduced"
+    panels = ["left"] if reduced else ["middle", "right", "left"]  # the command's own default order
+    runs = f"outputs/figure3-{o.scale}"
     return Recipe("figure3", "Figure 3 equivalents", figures=[[
-        "gatelab.papers.npf", "figure3", "--scale", o.scale, "--runs", f"outputs/figure3-{o.scale}",
-        *(["--panels", "left"] if reduced else []),
-        "--out", "outputs/reports/figure3-reduced" if reduced else "outputs/reports/figure3", *data]])
+        "gatelab.papers.npf", "figure3", "--scale", o.scale, "--runs", runs, *(["--panels", "left"] if reduced else []),
+        "--out", "outputs/reports/figure3-reduced" if reduced else "outputs/reports/figure3", *data]],
+        figure_runs=figure3_runs(panels, SCALES[o.scale], [f"out_root={runs}", *data]))
