@@ -146,7 +146,7 @@ def listing(args) -> int:
                 if target else ""
             r = recipes.build(name, Options(scale, data=args.data))
             waves = recipes.plan_recipe(r, check=False)  # priced, not checked: the data need not be here
-            steps = [s for w in waves for s in w]
+            steps = [s for w in waves for s in w] + recipes.figure_steps(r)  # and what its figure commands train
             price = costs.price([x for s in steps for x in s.priced()], table)
             cells = " | ".join("not measured" if v is None else "not priced" if not steps else costs.duration(v)
                                for v in price.values())
