@@ -149,9 +149,11 @@ def test_reproduce_dry_run_prints_table2_in_waves_with_its_cost_quickly(tiny_roo
     assert "report: python -m gatelab.papers.npf table2" in p.stdout
 
 
-def test_a_figure_recipes_dry_run_prices_the_runs_its_figure_trains(tiny_root, capsys):
+def test_a_figure_recipes_dry_run_prices_the_runs_its_figure_trains(tiny_root, capsys, tmp_path, monkeypatch):
     """Figure 3 left at the reduced scale trains its runs inside the figure command; the dry run prices them
-    (15: per seed ReLU, FRNPF-II and FLNPF at 3 stages) and adds them to the total."""
+    (15: per seed ReLU, FRNPF-II and FLNPF at 3 stages) and adds them to the total. In an empty folder: runs
+    of a checkout's own outputs/ would count as done."""
+    monkeypatch.chdir(tmp_path)
     assert main(["reproduce", "figure3", "--scale", "reduced", "--dry-run", "--data", str(tiny_root)]) in (0, None)
     out = capsys.readouterr().out
     assert "its runs: 15 run(s) [new]" in out and "not priced here" not in out

@@ -227,8 +227,8 @@ def describe(r: Recipe, waves: list[list[Step]], scale: str, table: Optional[dic
     for f in r.figures:
         lines.append(f"figure step (trains the runs it needs itself{'' if r.figure_runs else ', not priced here'}): "
                      f"python -m {' '.join(f)}")
-    if r.figure_runs:
-        fig = figure_steps(r)
+    fig = figure_steps(r)  # composed once: priced here and counted in the total
+    if fig:
         price = costs.price([p for s in fig for p in s.priced()], table)
         left = [x for s in fig for x in s.runs]
         lines.append(f"  its runs: {len(left)} run(s) [{', '.join(sorted({x.state.split(',')[0] for x in left}))}], "
@@ -239,7 +239,7 @@ def describe(r: Recipe, waves: list[list[Step]], scale: str, table: Optional[dic
         done += sum(x.steps == 0 for x in left)
     for rep in r.reports:
         lines.append("report: python -m " + " ".join(a.replace("{command}", "'<this command>'") for a in rep))
-    steps = sum(s.steps_left for w in waves for s in w) + (sum(s.steps_left for s in figure_steps(r)) if r.figure_runs else 0)
+    steps = sum(s.steps_left for w in waves for s in w) + sum(s.steps_left for s in fig)
     lines.append(f"total: {sum(map(len, waves))} jobs, {n_runs} runs ({done} done), {steps:,} net-steps left: "
                  f"{costs.words(total, table, long=True)}")
     return "\n".join(lines)

@@ -196,8 +196,9 @@ def figure3_runs(panels: list[str], scale: dict, common: list[str]) -> list[list
     out = []
     for panel in panels:
         if panel == "left":
-            out += [run for base in _left_base(common, scale["left"]) for r in _left_runs(base, scale["left"])
-                    for run in (r if isinstance(r[0], list) else [r])]
+            for base in _left_base(common, scale["left"]):
+                relu, frnpf, flnpf = _left_runs(base, scale["left"])
+                out += [relu, frnpf, *flnpf]
         else:
             out.append((_middle_run if panel == "middle" else _right_run)(common, scale[panel]))
     return out
