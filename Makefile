@@ -17,7 +17,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 	$(if $(filter 1,$(ROW)),--row) $(if $(filter 1,$(SLURM)),--slurm) $(if $(filter 1,$(DRY)),--dry-run) $(EXTRA)
 
 .PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
-	table2-conv-reduced table2-conv-cpu table4-conv-reduced table4-conv-cpu \
+	table2-conv-reduced table2-conv-cpu table4-conv-reduced table4-conv-reduced-grid table4-conv-cpu \
 	races races-quick races-report races-appendix races-drop routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-isolation-decoder routing-report routing-toy routing-features \
 	routing-backbone
 
@@ -32,6 +32,7 @@ help:
 	@echo "make table2-quick        all rows at reduced scale (2-core CPU)"
 	@echo "make table2-conv-reduced / table4-conv-reduced  the conv rows and Table 4 at the GPU-minutes scale (EPOCHS=N)"
 	@echo "make table2-conv-cpu     the conv Adam rows at a 2-core CPU's scale (2,000/1,000 images, 4 epochs, fp32)"
+	@echo "make table4-conv-reduced-grid  Table 4's whole beta x eps grid at that scale (adds 13 networks to table4-conv-reduced's report)"
 	@echo "make table4-conv-cpu     Table 4 (DLN, ReLU, soft-ReLU beta 1,4,16) at a 2-core CPU's scale (2,000/1,000 images, 6 epochs, fp32)"
 	@echo "make table4              Table 4 of paper 002: DLN, ReLU, soft-ReLU beta x eps, 5 seeds (CIFAR-10)"
 	@echo "make table4-quick        the same at reduced scale (2-core CPU)"
@@ -77,6 +78,7 @@ report: ; $(R) table2 --scale paper --report-only $(ARGS)
 table4: ; $(R) table4 --scale paper $(ARGS)
 table4-quick: ; $(R) table4 --scale quick $(ARGS)
 table4-conv-reduced: ; $(R) table4 --scale conv-reduced $(ARGS) $(CONV_REDUCED_ARGS)
+table4-conv-reduced-grid: ; $(R) table4 --scale conv-reduced-grid $(ARGS) $(CONV_REDUCED_ARGS)
 table4-conv-cpu: ; $(R) table4 --scale conv-cpu $(ARGS)
 figure3: ; $(R) figure3 --scale $(FIG_SCALE) $(ARGS)
 dgn-figures: ; $(R) dgn-figures --scale $(FIG_SCALE) $(ARGS)

@@ -25,7 +25,7 @@ CASES = [pytest.param(n, s, marks=[pytest.mark.slow] if (n, s) in SLOW else []) 
 # The Make targets before recipes (issue #29 keeps every name): a target per table, scale and utility.
 TARGETS = {"help", "install", "test", "run", "table2", "table2-mnist", "table2-mnist-full", "table2-quick", "report",
            "figure3", "bench", "table4", "table4-quick", "dgn-figures", "exp6", "exp6-reduced", "page", "table2-conv-reduced", "table2-conv-cpu",
-           "table4-conv-reduced", "table4-conv-cpu", "dgn-figure5", "dgn-figure5-reduced", "races", "races-quick", "races-report", "races-appendix", "races-drop", "routing-reduced", "routing-reduced-m100", "routing-paper",
+           "table4-conv-reduced", "table4-conv-reduced-grid", "table4-conv-cpu", "dgn-figure5", "dgn-figure5-reduced", "races", "races-quick", "races-report", "races-appendix", "races-drop", "routing-reduced", "routing-reduced-m100", "routing-paper",
            "routing-isolation", "routing-isolation-leaky", "routing-isolation-decoder", "routing-report", "routing-toy", "routing-features", "routing-backbone"}
 
 
@@ -71,6 +71,18 @@ def test_a_make_target_calls_its_recipe_with_the_make_variables(target, expected
     assert p.returncode == 0 and expected in p.stdout
     for flag in ("--data /data", "--epochs 3", "--seeds 0,1", "--jobs 2", "--no-stack", "--dry-run", "threads=1"):
         assert flag in p.stdout, (flag, p.stdout)
+
+
+def test_table4s_grid_scale_adds_networks_to_the_reduced_runs_and_report(tiny_root):
+    """``conv-reduced-grid`` trains the whole beta x eps grid in conv-reduced's folder: its 15 runs are among
+    the grid's 54 (6 + 16 soft-ReLU networks x 3 seeds), so a GPU call trains only what is missing, and both
+    render into the one report."""
+    def dirs(scale):
+        r = recipes.build("table4", Options(scale, data=str(tiny_root)))
+        return r, {str(d) for w in recipes.plan_recipe(r) for s in w for _, d in s.job.entries}
+    small, grid = dirs("conv-reduced"), dirs("conv-reduced-grid")
+    assert small[1] < grid[1] and len(grid[1]) == 54
+    assert small[0].reports == grid[0].reports and "bf16" in " ".join(grid[0].reports[0])
 
 
 def test_a_bad_recipe_scale_or_override_is_one_line_and_exit_2(tiny_root, capsys):

@@ -4,6 +4,7 @@ gates of a CIFAR-10 conv net train; published 56%). ``python -m gatelab reproduc
 from __future__ import annotations
 
 from gatelab.launch.recipes import Options, Recipe, recipe
+from gatelab.papers.dgn.table4 import TABLE4_BETAS
 from gatelab.papers.npf.recipes import CONV_NOTE, CPU_NOTE
 
 
@@ -14,21 +15,26 @@ def _report(runs: str, out: str, *extra: str) -> list[str]:
 CPU_EPOCHS = 6  # Table 4 at conv_cpu's 2,000 images: 6 epochs (375 steps), not its 4, nearer "trained to fit"
 
 
-@recipe("table4", ("paper", "quick", "conv-reduced", "conv-cpu"),
+@recipe("table4", ("paper", "quick", "conv-reduced", "conv-reduced-grid", "conv-cpu"),
         "Table 4 of paper 002: DLN, ReLU and soft-ReLU beta x eps, 5 seeds, CIFAR-10 VCONV")
 def table4(o: Options) -> Recipe:
     """``conv-reduced`` (one GPU's minutes) and ``conv-cpu`` (a 2-core CPU's hours, fp32, 2,000/1,000
     images, :data:`CPU_EPOCHS` epochs): DLN and ReLU, and soft-ReLU at beta in {1, 4, 16}, eps=0.1 (the
-    paper's 59, 68, 72), 3 seeds: enough for the order of beta (verdicts), not for the whole grid."""
-    if o.scale in ("conv-reduced", "conv-cpu"):
-        root, scale = f"outputs/table4-{o.scale}", o.scale.replace("-", "_")
+    paper's 59, 68, 72), 3 seeds: enough for the order of beta (verdicts), not for the whole grid.
+    ``conv-reduced-grid``: conv-reduced with the whole grid (beta in :data:`TABLE4_BETAS` x eps 0.1, 0.4), in its
+    folders: its 5 networks are the same runs, so the grid adds 13 networks to the same report."""
+    grid = o.scale == "conv-reduced-grid"
+    if o.scale in ("conv-reduced", "conv-reduced-grid", "conv-cpu"):
+        scale_name = "conv-reduced" if grid else o.scale
+        root, scale = f"outputs/table4-{scale_name}", scale_name.replace("-", "_")
         cpu = [f"epochs={CPU_EPOCHS}"] if o.scale == "conv-cpu" else []
-        note = (CONV_NOTE if o.scale == "conv-reduced" else CPU_NOTE.replace("4 epochs", f"{CPU_EPOCHS} epochs")) + \
+        note = (CONV_NOTE if scale_name == "conv-reduced" else CPU_NOTE.replace("4 epochs", f"{CPU_EPOCHS} epochs")) + \
             (f", {o.epochs} epochs" if o.epochs else "")
         runs = [[f"+experiment=[table4,{scale}]", "regimes=[dln,relu]", *cpu, f"out_root={root}"],
-                [f"+experiment=[table4_soft,{scale}]", "regime.beta=1,4,16", "regime.eps=0.1", *cpu, f"out_root={root}"]]
+                [f"+experiment=[table4_soft,{scale}]", "regime.beta=" + (",".join(f"{b:g}" for b in TABLE4_BETAS) if grid
+                 else "1,4,16"), "regime.eps=" + ("0.1,0.4" if grid else "0.1"), *cpu, f"out_root={root}"]]
         return Recipe("table4", f"Table 4, {o.scale}", runs, reports=[_report(
-            root, f"outputs/reports/table4-{o.scale}", "--seeds", "3", "--note", note)])
+            root, f"outputs/reports/table4-{scale_name}", "--seeds", "3", "--note", note)])
     quick = o.scale == "quick"
     root = "outputs/table4-quick" if quick else o.root("outputs/table4")
     suffix = ",quick_table4" if quick else ""
