@@ -21,29 +21,35 @@ if [ -d "$STAGE/wheels" ] && ! python -c "import hydra" 2>/dev/null; then
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"  # the project from this tree (subprocess tests too)
 export GATELAB_DATA=${GATELAB_DATA:-$PWD/$STAGE/data}
+# runs completed elsewhere (device_stage.sh: their results.json) count as done here: the recipes train the rest
+[ -d "$STAGE/runs/outputs" ] && cp -rn "$STAGE/runs/outputs" . && echo "restored $(find "$STAGE/runs" -name results.json | wc -l) completed run(s)" >> "$LOG"
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name())" >> "$LOG" 2>&1
 if [ "$SMOKE" = 1 ]; then  # this CPU, tiny nets and data: the same commands, minutes
-  E2=1; E4=1; LIM=(90 150 240 240); TESTS=(tests/test_device.py tests/test_plan.py tests/test_architecture.py); TABLE2=1
+  E2=1; E4=1; LIM=(90 150 240 240); T4=conv-reduced; JOBS=1; TESTS=(tests/test_device.py tests/test_plan.py tests/test_architecture.py); TABLE2=1
   ARGS="dataset.limit_train=64 dataset.limit_test=32 arch.conv_channels=[4,4] arch.dense=[16] precision=fp32 threads=2"
-  BENCH=(--quick --cases fc)
+  BENCH=(--quick --cases fc); PATHS=gconv
 else  # sized from the H100 numbers of issue #19: a row ~5-8 s an epoch at 10k images, ~25 s start-up a process
   # Table 2's conv rows ran on an H200 on 2026-11-28 (outputs/reports/table2-conv-reduced; measured there: GCONV row
   # 160 s, VCONV row about 190 s, tests 65 in 120 s): by default this call spends its minutes on Table 4 at the
   # recipe's 10 epochs; TABLE2=1 runs Table 2's rows first (then Table 4 is cut by its limit)
-  E2=10; E4=10; LIM=(120 80 170 270); ARGS=""; BENCH=(--quick --record auto); TABLE2=${TABLE2:-0}
+  # 2026-11-28, second H200 call: the tests need about 125 s; fc and gconv are in conf/costs.yaml's h200 entry, so the
+  # bench and the paths time vconv; Table 4's conv-reduced runs are done (staged), so step 4 trains the rest of its grid,
+  # 2 processes at a time (one's start-up beside the other's epochs; 13 at once bought nothing and filled the GPU)
+  T4=conv-reduced-grid; JOBS=2; PATHS=vconv
+  E2=10; E4=10; LIM=(140 80 170 250); ARGS=""; BENCH=(--quick --record auto --cases vconv); TABLE2=${TABLE2:-0}
   # the tests that touch the device (the others pin device=cpu): placement, CUDA<->CPU resume, precision, kills
   TESTS=(tests/test_device.py tests/test_resume.py tests/test_run.py tests/test_kill.py)
 fi
 step "1 tests (not slow), device=auto" "${LIM[0]}" python -m pytest -q -p no:cacheprovider -m "not slow" -x "${TESTS[@]}"
 step "2 bench" "${LIM[1]}" python scripts/bench.py "${BENCH[@]}"
 # the conv step's paths (fp32/bf16 x channels_last, stacked) beside the plain loop, then compile=reduce-overhead (CUDA graphs)
-step "2b paths" 30 python scripts/bench.py --paths --quick --cases gconv
+step "2b paths" 30 python scripts/bench.py --paths --quick --cases $PATHS
 step "2c fc reduce-overhead" 40 python run.py dataset.limit_train=6400 epochs=2 compile=reduce-overhead progress=false out_root=outputs/ro ${GATELAB_DATA:+data.root=$GATELAB_DATA}
 # The recipes' entry point directly (the bare machine may lack make): `make table2-conv-reduced` is this line.
 # A try at other epochs than the recipe's (10) trains and renders into <folder>-<N>ep (never the recipe's own).
 EP2=$([ "$E2" = 10 ] || echo "-${E2}ep"); EP4=$([ "$E4" = 10 ] || echo "-${E4}ep")
 [ "$TABLE2" = 1 ] && step "3 table2 conv-reduced, $E2 epochs" "${LIM[2]}" python -m gatelab reproduce table2 --scale conv-reduced $([ -n "$EP2" ] && echo --epochs "$E2") --data "$GATELAB_DATA" $ARGS
-step "4 table4 conv-reduced, $E4 epochs" "${LIM[3]}" python -m gatelab reproduce table4 --scale conv-reduced $([ -n "$EP4" ] && echo --epochs "$E4") --data "$GATELAB_DATA" $ARGS
+step "4 table4 $T4, $E4 epochs" "${LIM[3]}" python -m gatelab reproduce table4 --scale $T4 --jobs $JOBS $([ -n "$EP4" ] && echo --epochs "$E4") --data "$GATELAB_DATA" $ARGS
 NOTE="REDUCED SCALE, not the paper's: first 10,000/2,000 CIFAR-10 images, 3 seeds, bf16${ARGS:+ + $ARGS}"
 # A step cut by its limit leaves runs without a report: render what completed (cells without a seed show the paper's number).
 [ "$TABLE2" = 1 ] && python -m gatelab.papers.npf table2 --runs outputs/table2-conv-reduced$EP2 --arch gconv vconv --seeds 3 \
@@ -51,8 +57,8 @@ NOTE="REDUCED SCALE, not the paper's: first 10,000/2,000 CIFAR-10 images, 3 seed
 python -m gatelab.papers.dgn table4 --runs outputs/table4-conv-reduced$EP4 --seeds 3 \
   --out outputs/reports/table4-conv-reduced$EP4 --command "scripts/device_check.sh" --note "$NOTE, $E4 epochs" >> "$LOG" 2>&1
 # At most 8 files: the log, the two tables (Markdown + CSV), the cost table and the runs' results.json (no checkpoints).
-for t in table2 table4; do for ext in md csv; do
-  f=$(ls -d outputs/reports/$t-conv-reduced*/$t.$ext 2>/dev/null | head -1); [ -n "$f" ] && cp "$f" "$OUT/${t}_conv_reduced.$ext"; done; done
+for t in $([ "$TABLE2" = 1 ] && echo table2) table4; do ep=$([ $t = table2 ] && echo "$EP2" || echo "$EP4"); for ext in md csv; do  # this call's folder only
+  f=outputs/reports/$t-conv-reduced$ep/$t.$ext; [ -f "$f" ] && cp "$f" "$OUT/${t}_conv_reduced.$ext"; done; done
 [ "$SMOKE" = 1 ] || cp conf/costs.yaml "$OUT/costs.yaml"  # the bench's seconds per step on this GPU (--record)
 find outputs/table2-conv-reduced* outputs/table4-conv-reduced* -name results.json 2>/dev/null \
   | tar czf "$OUT/results.tgz" -T - 2>> "$LOG"

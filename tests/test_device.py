@@ -326,3 +326,25 @@ def test_the_device_checks_step_limits_fit_one_nine_minute_call():
     fixed = [int(x) for x in re.findall(r'^step "2[bc] [^"]+" (\d+) ', text, re.M)]
     assert len(fixed) == 2 and "TABLE2=${TABLE2:-0}" in text
     assert tests + bench + sum(fixed) + table4 <= 540, (tests, bench, fixed, table4)
+
+
+def test_completed_runs_travel_to_a_bare_machine_as_their_results(tmp_path):
+    """scripts/stage_done_runs.sh (device_stage.sh's .stage/runs): a completed run's results.json is copied under
+    its own path, where the plan's test of a done run (finished_results) holds; an interrupted run and a
+    malformed file stay behind, so the device trains them again rather than counting them."""
+    import json
+    from conftest import ROOT
+    from gatelab.core.results import RESULTS_VERSION, finished_results
+
+    def res(status):
+        return json.dumps({"version": RESULTS_VERSION, "status": status, "config": {}, "history": []})
+    runs = tmp_path / "outputs" / "t4" / "runs" / "cifar10-vconv" / "relu"
+    for name, text in (("seed0-a", res("completed")), ("seed1-b", res("interrupted")), ("seed2-c", "{not json")):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "results.json").write_text(text)
+    p = subprocess.run(["bash", str(ROOT / "scripts" / "stage_done_runs.sh"), "stage", "outputs/t4", "outputs/none"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "staged 1 final run(s)" in p.stdout, p.stderr
+    staged = sorted(f.relative_to(tmp_path / "stage") for f in (tmp_path / "stage").rglob("results.json"))
+    assert staged == [runs.relative_to(tmp_path) / "seed0-a" / "results.json"]
+    assert finished_results(tmp_path / "stage" / staged[0].parent)["status"] == "completed"
