@@ -155,3 +155,21 @@ def test_the_table4_row_reads_its_features_at_a_reduced_scale_and_not_at_the_qui
     assert row.scale == "reduced" and row.verdict.startswith("qualitative: agrees") and "numbers not comparable" in row.verdict
     (tmp_path / "table4-conv-cpu" / "table4.csv").unlink()
     assert dgn.table4(tmp_path).verdict == "numbers not comparable at the quick scale"
+
+
+def test_the_table4_row_judges_the_larger_reduced_scale_and_shows_the_smaller(tmp_path):
+    """With the GPU's reduced report (10,000 images) and the CPU's (2,000) both there, the row's verdict is the
+    larger scale's, fixed by the candidates' order before either ran; the smaller one's verdict is shown beside
+    it, whichever way it went, so a differing replication is not hidden by an agreeing one."""
+    full = _table4(PAPERLIKE).assign(network="x", test_mean=40.0, paper_test=71.0)
+    quick = {1: [26.4, 27.0, 26.7], 4: [28.0, 29.4, 28.7], 16: [22.0, 29.0, 25.5]}
+    small = _table4(PAPERLIKE | quick).assign(network="x", test_mean=30.0, paper_test=71.0)
+    for name, df in (("table4-conv-reduced", full), ("table4-conv-cpu", small)):
+        (tmp_path / name).mkdir()
+        df.to_csv(tmp_path / name / "table4.csv", index=False)
+    row = dgn.table4(tmp_path)
+    assert row.report == "table4-conv-reduced" and row.verdict.startswith("qualitative: agrees")
+    assert "the smaller [table4-conv-cpu](table4-conv-cpu/): differs, 2 of 4 claims hold" in row.verdict, row.verdict
+    (tmp_path / "table4-conv-reduced" / "table4.csv").unlink()
+    row = dgn.table4(tmp_path)
+    assert row.report == "table4-conv-cpu" and row.verdict.startswith("qualitative: differs") and "smaller" not in row.verdict

@@ -206,8 +206,9 @@ def table4(root: Path) -> Row:
     """At the paper's scale, the numbers (no published std: the 0.5 floor); at a reduced scale, the
     features the paper states (:func:`gatelab.papers.dgn.table4.feature_tests`) where the report has them."""
     from gatelab.papers.dgn.table4 import feature_tests
-    rel, scale, df = first_csv(root, (("table4", "paper"), ("table4-conv-reduced", "reduced"), ("table4-conv-cpu", "reduced"),
-                                      ("table4-quick", "quick")), "table4.csv", lambda df: (df.n > 0).any())
+    reduced = (("table4-conv-reduced", "reduced"), ("table4-conv-cpu", "reduced"))  # the larger scale first
+    rel, scale, df = first_csv(root, (("table4", "paper"), *reduced, ("table4-quick", "quick")), "table4.csv",
+                               lambda df: (df.n > 0).any())
     if df is None:
         return missing("table4", "needs a GPU: `make table4`")
     done = df[df.n > 0]
@@ -224,6 +225,11 @@ def table4(root: Path) -> Row:
         verdict = (f"qualitative: {word} ({feature}: {text}); " if word in ("agrees", "differs", "no evidence") else
                    f"not comparable: {word} ({text}); " if word == "still learning" else "") + \
             f"numbers not comparable at the {scale} scale"
+    for other, _ in reduced if scale == "reduced" else ():  # the other reduced report is shown, not hidden
+        df2 = csv(root, f"{other}/table4.csv")
+        if other != rel and df2 is not None and "best_per_seed" in df2:
+            word2, text2 = feature_tests(df2)
+            verdict += f"; the smaller [{other}]({other}/): {word2}, {text2.split(' (')[0]}"
     return Row(scale, rel, runs_of(root, f"{rel}/table4.md"), ours, "Table 4 (fractions; best of 5 runs)", verdict,
                "" if scale == "paper" else "needs a GPU: `make table4` (`python -m gatelab reproduce table4 --dry-run` prices it)")
 
