@@ -65,6 +65,36 @@ def test_figure3_left_over_seeds_keeps_each_seeds_stages_and_their_untrained_con
     assert row.verdict.startswith(("qualitative: agrees", "qualitative: differs", "qualitative: no evidence"))
 
 
+def test_figures7_8_price_exactly_the_runs_they_train(monkeypatch, tiny_root):
+    """The dgn-figures recipe's dry run prices Figures 7-8's runs (``figure7_8_runs``): the run directories the
+    figure asks ``ensure_run`` for, the learned gates' ReLU source among them, in the order it trains them."""
+    from gatelab.core.runs import compose, run_dir
+    from gatelab.launch import recipes
+    from gatelab.launch.recipes import Options
+    from gatelab.papers.dgn import adaptable_gates as fig7
+    from gatelab.papers.reproduce import discover
+    asked = []
+
+    def fake_run(overrides):
+        cfg = compose(["progress=false", *overrides])
+        asked.append(str(run_dir(cfg)))
+        return cfg, run_dir(cfg), {"history": [{"epoch": 1, "train_acc": 0.5, "test_acc": 0.5}]}
+    monkeypatch.setattr(fig7, "ensure_run", fake_run)
+    monkeypatch.setattr(fig7, "_nu_over_training", lambda cfg, d, every: [dict.fromkeys(fig7.NU_COLUMNS, 1.0) | {"epoch": 0}])
+    scale, common = dict(fig7.FIG7_SCALES["quick"], seeds=2), ["out_root=outputs/dgn7-x", f"data.root={tiny_root}"]
+    fig7.figure7_8_data(scale, common)
+    priced = [str(run_dir(compose(["progress=false", *o]))) for o in fig7.figure7_8_runs(scale, common)]
+    assert priced == asked and len(priced) == 2 * (1 + len(fig7.FIG7_NETWORKS) + 1)
+    learned = [o for o in fig7.figure7_8_runs(scale, common) if "regime=learned_gates" in o]
+    assert [next(x for x in o if x.startswith("regime.source=")).split("=", 1)[1] for o in learned] == asked[::7]
+    discover()
+    r = recipes.build("dgn-figures", Options("quick", data=str(tiny_root)))
+    assert r.figure_runs == fig7.figure7_8_runs(fig7.FIG7_SCALES["quick"], ["out_root=outputs/dgn7-quick", f"data.root={tiny_root}"])
+    # at this scale the ReLU source is the ReLU network (the same key): the dry run prices it once
+    steps = recipes.figure_steps(r)
+    assert len(steps) == len(set(priced)) // 2 == 1 + len(fig7.FIG7_NETWORKS)
+
+
 def _left(root, trained: dict, untrained: dict):
     """A reduced-scale figure3_left.csv: stage -> per-seed accuracies, trained and untrained."""
     d = root / "figure3-reduced"

@@ -248,11 +248,15 @@ def describe(r: Recipe, waves: list[list[Step]], scale: str, table: Optional[dic
 def figure_steps(r: Recipe) -> list[Step]:
     """The runs a recipe's figure commands train themselves (``Recipe.figure_runs``), each its own job
     as ``ensure_run`` trains it, with what is left of it on disk: their price, not checked (a figure's
-    FLNPF source is trained by the figure before it)."""
-    out = []
+    FLNPF source is trained by the figure before it). A run listed twice (Figures 7-8's ReLU source is its
+    ReLU network where their epochs agree) is priced once."""
+    out, seen = [], set()
     for overrides in r.figure_runs:
         job = plan.build(compose(["progress=false", *overrides]))[-1]
-        out.append(Step(list(overrides), job, plan.runs_left(job)))
+        dirs = {str(d) for _, d in job.entries}
+        if not dirs <= seen:
+            seen |= dirs
+            out.append(Step(list(overrides), job, plan.runs_left(job)))
     return out
 
 

@@ -53,24 +53,39 @@ def _nu_over_training(cfg, run_dir: Path, every: int) -> list[dict]:
     return rows
 
 
+def _seed_runs(scale: dict, common: list[str], seed: int) -> tuple[list[str], dict[str, list[str]]]:
+    """One seed's runs as run.py overrides: the ReLU source of the learned gates (trained first) and each
+    network of experiments 3-5; the source's directory is known from its key before it trains."""
+    from gatelab.core.runs import compose, run_dir
+    base = [*common, "dataset=binary_mnist", "arch=fc", "arch.dense=[100,100,100,100,100]", "optimizer=rmsprop",
+            "optimizer.lr=1e-4", *scale["data"], f"seed={seed}"]
+    ckpts = f"checkpoint_epochs=[{','.join(map(str, range(0, scale['epochs'] + 1, scale['nu_every'])))}]"
+    relu = [*base, "regime=relu", f"epochs={scale['source_epochs']}", ckpts]
+    nets = dict(FIG7_NETWORKS)
+    nets["learned gates"] = ["regime=learned_gates", f"regime.source={run_dir(compose(['progress=false', *relu]))}",
+                             "regime.source_ckpt=last"]
+    return relu, {label: [*base, *over, f"epochs={scale['epochs']}", ckpts] for label, over in nets.items()}
+
+
+def figure7_8_runs(scale: dict, common: list[str]) -> list[list[str]]:
+    """The runs Figures 7-8 train (``ensure_run``'s overrides, in order): what a recipe's dry run prices."""
+    return [run for seed in range(scale["seeds"]) for relu, nets in [_seed_runs(scale, common, seed)]
+            for run in (relu, *nets.values())]
+
+
 def figure7_8_data(scale: dict, common: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Binary-MNIST, FC w=100 d=6, RMSprop 1e-4: train/test accuracy over epochs of the networks of
     experiments 3-5 and ν_t of four of them, means and stds over seeds."""
-    base = [*common, "dataset=binary_mnist", "arch=fc", "arch.dense=[100,100,100,100,100]", "optimizer=rmsprop",
-            "optimizer.lr=1e-4", *scale["data"]]
-    every = scale["nu_every"]
-    ckpts = f"checkpoint_epochs=[{','.join(map(str, range(0, scale['epochs'] + 1, every)))}]"
     curves, nus = [], []
     for seed in range(scale["seeds"]):
-        _, src_dir, _ = ensure_run([*base, "regime=relu", f"seed={seed}", f"epochs={scale['source_epochs']}", ckpts])
-        nets = dict(FIG7_NETWORKS)
-        nets["learned gates"] = ["regime=learned_gates", f"regime.source={src_dir}", "regime.source_ckpt=last"]
+        relu, nets = _seed_runs(scale, common, seed)
+        ensure_run(relu)
         for label, over in nets.items():
-            cfg, run_dir, res = ensure_run([*base, *over, f"seed={seed}", f"epochs={scale['epochs']}", ckpts])
+            cfg, run_dir, res = ensure_run(over)
             curves += [{"network": label, "seed": seed, "epoch": h["epoch"], "train_acc": h["train_acc"],
                         "test_acc": h["test_acc"]} for h in res["history"]]
             if label in NU_NETWORKS:
-                nus += [{"network": label, "seed": seed, **row} for row in _nu_over_training(cfg, run_dir, every)]
+                nus += [{"network": label, "seed": seed, **row} for row in _nu_over_training(cfg, run_dir, scale["nu_every"])]
     return _mean_std(pd.DataFrame(curves), ["train_acc", "test_acc"]), _mean_std(pd.DataFrame(nus), list(NU_COLUMNS))
 
 

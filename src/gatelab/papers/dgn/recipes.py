@@ -47,8 +47,12 @@ def table4(o: Options) -> Recipe:
 
 @recipe("dgn-figures", ("quick", "paper"), "Figures 1-4, 7-8 and 10 of paper 002")
 def dgn_figures(o: Options) -> Recipe:
+    """Figures 7-8's runs are priced (``figure7_8_runs``); Figures 1-4 and 10 train no runs (random nets and
+    gradient descent inside the command) and are not."""
+    from gatelab.papers.dgn.adaptable_gates import FIG7_SCALES, figure7_8_runs
     data = [f"data.root={o.data}"] if o.data else []
-    return Recipe("dgn-figures", "paper 002's figures", figures=[
+    return Recipe("dgn-figures", "paper 002's figures", figure_runs=figure7_8_runs(
+        FIG7_SCALES[o.scale], [f"out_root=outputs/dgn7-{o.scale}", *data]), figures=[
         ["gatelab.papers.dgn", "figures1-4", "--scale", o.scale, "--out", "outputs/reports/dgn-figures"],
         ["gatelab.papers.dgn", "figure10", "--out", "outputs/reports/dgn-figures"],
         ["gatelab.papers.dgn", "figures7-8", "--scale", o.scale, "--runs", f"outputs/dgn7-{o.scale}",
