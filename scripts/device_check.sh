@@ -11,7 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/device-out}; STAGE=${STAGE:-.stage}; SMOKE=${SMOKE:-0}
-mkdir -p "$OUT"; LOG="$OUT/device_check.log"; : > "$LOG"
+mkdir -p "$OUT"; rm -f "$OUT"/*_conv_reduced.* "$OUT"/results.tgz; LOG="$OUT/device_check.log"; : > "$LOG"; T0=$(mktemp)
 step() { local name=$1 limit=$2; shift 2; echo "== $name (limit ${limit}s)" | tee -a "$LOG"
   local t0; t0=$(date +%s); timeout "$limit" "$@" >> "$LOG" 2>&1; local rc=$?
   echo "== $name: rc=$rc, $(( $(date +%s) - t0 ))s" | tee -a "$LOG"; }
@@ -57,8 +57,9 @@ NOTE="REDUCED SCALE, not the paper's: first 10,000/2,000 CIFAR-10 images, 3 seed
 python -m gatelab.papers.dgn table4 --runs outputs/table4-conv-reduced$EP4 --seeds 3 \
   --out outputs/reports/table4-conv-reduced$EP4 --command "scripts/device_check.sh" --note "$NOTE, $E4 epochs" >> "$LOG" 2>&1
 # At most 8 files: the log, the two tables (Markdown + CSV), the cost table and the runs' results.json (no checkpoints).
-for t in $([ "$TABLE2" = 1 ] && echo table2) table4; do ep=$([ $t = table2 ] && echo "$EP2" || echo "$EP4"); for ext in md csv; do  # this call's folder only
-  f=outputs/reports/$t-conv-reduced$ep/$t.$ext; [ -f "$f" ] && cp "$f" "$OUT/${t}_conv_reduced.$ext"; done; done
+for t in $([ "$TABLE2" = 1 ] && echo table2) table4; do ep=$([ $t = table2 ] && echo "$EP2" || echo "$EP4"); for ext in md csv; do
+  f=$(ls -t outputs/reports/$t-conv-reduced$ep*/$t.$ext 2>/dev/null | head -1)  # the newest: this call's (a try's folder has a suffix)
+  [ -n "$f" ] && [ "$f" -nt "$T0" ] && cp "$f" "$OUT/${t}_conv_reduced.$ext"; done; done  # never a committed one
 [ "$SMOKE" = 1 ] || cp conf/costs.yaml "$OUT/costs.yaml"  # the bench's seconds per step on this GPU (--record)
 find outputs/table2-conv-reduced* outputs/table4-conv-reduced* -name results.json 2>/dev/null \
   | tar czf "$OUT/results.tgz" -T - 2>> "$LOG"
