@@ -47,6 +47,9 @@ CASES = [  # (name, overrides, in_shape, train examples per epoch)
 ROW_LRS = (0.1, 0.01, 0.001)  # a Table 2 SGD row's step sizes (paper §6.1)
 
 
+WARMUP: list[float] = []  # each stack's first epoch beyond its second, in seconds (the cost entry's ``warmup``)
+
+
 def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch: int = 32, lrs=(None,),
                      bf16: bool = False) -> float:
     """Seconds per training step of ``seeds`` x ``lrs`` stacked runs (``lrs``: SGD step sizes, one
@@ -68,12 +71,31 @@ def seconds_per_step(overrides, in_shape, seeds: int, steps: int, device, batch:
         model, opt, gens = stacking.setup(cfg, runs, device)
         autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        t0 = time.perf_counter()
         train_mod.train_epoch(cfg, model, opt, data, gens, autocast, 0)  # warm-up
         sync()
         t = time.perf_counter()
         train_mod.train_epoch(cfg, model, opt, data, gens, autocast, 1)
         sync()
-    return (time.perf_counter() - t) / steps
+    t1 = time.perf_counter()
+    WARMUP.append(max(0.0, (t - t0) - (t1 - t)))
+    return (t1 - t) / steps
+
+
+def checkpoint_seconds(overrides, in_shape, device) -> float:
+    """Seconds to write one net's checkpoints at an epoch's end as a run does (last.pt with Adam's moments,
+    best.pt with the weights; :func:`gatelab.core.checkpoints.save`): the cost entry's ``epoch``."""
+    from gatelab.core import checkpoints
+    from gatelab.nets.regimes import build_model, trainable_parameters
+    net = build_model(compose([*overrides, "progress=false"]), in_shape, 10)[0].to(device)
+    opt = torch.optim.Adam(trainable_parameters(net), lr=3e-4)
+    net(torch.zeros(2, *in_shape, device=device)).sum().backward()
+    opt.step()
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        checkpoints.save(Path(tmp) / "last.pt", model=net.state_dict(), optimizer=opt.state_dict())
+        checkpoints.save(Path(tmp) / "best.pt", model=net.state_dict())
+        return time.perf_counter() - t
 
 
 def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int = 32) -> float:
@@ -103,35 +125,60 @@ def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int =
     return (time.perf_counter() - t) / steps
 
 
-PATHS = {  # --paths: the conv step's speed settings, each beside the plain fp32 loop
-    "stacked fp32": ([], False),
-    "stacked fp32 channels_last": (["channels_last=true"], False),
-    "stacked bf16": ([], True),
-    "stacked bf16 channels_last": (["channels_last=true"], True),
+PATHS = {  # --paths: the conv step's speed settings (stacked: S nets in one step; single: one net), each beside
+    # the plain fp32 loop; "default" is what a run picks on this machine (gatelab.core.machine)
+    "single fp32": (["channels_last=false"], False, False),
+    "single fp32 channels_last": (["channels_last=true"], False, False),
+    "stacked fp32": (["channels_last=false"], False, True),
+    "stacked fp32 channels_last": (["channels_last=true"], False, True),
+    "single bf16": (["channels_last=false"], True, False),
+    "single bf16 channels_last": (["channels_last=true"], True, False),
+    "stacked bf16": (["channels_last=false"], True, True),
+    "stacked bf16 channels_last": (["channels_last=true"], True, True),
 }
+
+
+def default_path(overrides, device) -> tuple[list[str], bool]:
+    """The layout and stacking a run of ``overrides`` picks on ``device`` (gatelab.core.machine): its
+    overrides for :func:`seconds_per_step` and whether its seeds stack."""
+    from gatelab.core import machine
+    cfg = compose([*overrides, f"device={device}"])
+    here = machine.detect(device)
+    return [f"channels_last={str(machine.channels_last(cfg, here)).lower()}"], machine.stack_seeds(cfg, here)
 
 
 def paths(device, seeds: int, steps: int, cases) -> None:
     """Seconds per net-step of every path in :data:`PATHS` for the conv cases, in one process, and each
     one's ratio to the plain fp32 loop; bf16 is skipped (and said so) where the device emulates it
-    (:func:`gatelab.core.results.bf16_native`). The last line names the fastest path of each case."""
-    from gatelab.core.results import bf16_native
-    native = bf16_native(device)
-    print(f"paths: {seeds} seeds stacked, batch 32, {steps} timed steps; bf16 native: {native}")
+    (:func:`gatelab.core.machine.bf16_native`). Per case and precision, the default path's ratio to the fastest
+    (issue #48's goal: within 1.1x); the last line names the fastest path of each case."""
+    from gatelab.core.machine import detect
+    here = detect(device)
+    native = here.bf16_native
+    print(f"paths on {here.kind} ({here.model}), {torch.get_num_threads()} threads: stacked = {seeds} seeds, batch 32, "
+          f"{steps} timed steps; bf16 native: {native}")
     for case, overrides, in_shape, _ in CASES:
         if "conv" not in case or (cases and not any(c in case for c in cases)):
             continue
         plain = plain_seconds_per_step(overrides, in_shape, steps, device)
         print(f"{case:22s} {'plain fp32 loop':28s} {plain:8.3f} s/net-step  1.00x", flush=True)
-        best = ("plain fp32 loop", plain)
-        for name, (extra, bf16) in PATHS.items():
+        times = {("fp32", "plain fp32 loop"): plain}
+        for name, (extra, bf16, stacked) in PATHS.items():
             if bf16 and not native:
                 print(f"{case:22s} {name:28s}  skipped: bf16 is emulated on this device", flush=True)
                 continue
-            t = seconds_per_step([*overrides, *extra], in_shape, seeds, steps, device, bf16=bf16) / seeds
+            s = seeds if stacked else 1
+            t = seconds_per_step([*overrides, *extra], in_shape, s, steps, device, bf16=bf16) / s
+            times["bf16" if bf16 else "fp32", name] = t
             print(f"{case:22s} {name:28s} {t:8.3f} s/net-step {plain / t:5.2f}x", flush=True)
-            best = min(best, (name, t), key=lambda b: b[1])
-        print(f"fastest {case}: {best[0]} ({plain / best[1]:.2f}x the plain loop)", flush=True)
+        layout, stack = default_path(overrides, device)
+        for prec in ("fp32", "bf16") if native else ("fp32",):
+            name = f"{'stacked' if stack else 'single'} {prec}{' channels_last' if layout == ['channels_last=true'] else ''}"
+            best = min(((n, t) for (p, n), t in times.items() if p == prec), key=lambda b: b[1])
+            print(f"default {case} {prec}: {name} {times[prec, name]:.3f} s/net-step, fastest {best[0]} {best[1]:.3f}: "
+                  f"{times[prec, name] / best[1]:.2f}x the fastest", flush=True)
+        best = min(times.items(), key=lambda b: b[1])
+        print(f"fastest {case}: {best[0][1]} ({plain / best[1]:.2f}x the plain loop)", flush=True)
         fp32 = eval_seconds_per_example(overrides, in_shape, seeds, device, bf16=False)
         line = f"{case:22s} {'evaluation fp32':28s} {fp32 * 1e3:8.3f} ms/example-net"
         if native:
@@ -202,10 +249,11 @@ def main() -> None:
           f"row: {args.seeds} seeds x SGD step sizes {ROW_LRS}, stacked")
     print(f"{'case':22s} {'plain':>9s} {'single':>9s} {f'batched S={args.seeds}':>13s} {'speed-up':>9s} "
           f"{'vs plain':>9s} {f'row {len(ROW_LRS) * args.seeds} nets':>13s} {'speed-up':>9s}")
-    ratio_fc, per_step = None, {}
-    if args.record == "auto":  # the GPU's model (h100, h200, a100, ...), else cpu
-        found = re.search(r"\b([A-Z]\d{2,3})\b", device_name(device)) if device.type == "cuda" else None
-        args.record = found[1].lower() if found else device.type
+    from gatelab.core.machine import detect
+    here = detect(device)
+    ratio_fc, per_step = None, {"machine": {"kind": here.kind, "model": here.model}}
+    if args.record == "auto":  # the machine's kind (h100, h200, cpu-avx512-bf16, ...: gatelab.core.machine)
+        args.record = here.kind
     for case, overrides, in_shape, n_train in CASES:
         if args.cases and not any(c in case for c in args.cases):
             continue
@@ -222,14 +270,32 @@ def main() -> None:
         print(f"{case:22s} {plain * per_epoch:9.2f} {single * per_epoch:9.2f} {batched * per_epoch:13.2f} "
               f"{ratio:8.2f}x {plain / batched:8.2f}x {row * per_epoch:13.2f} {single / row:8.2f}x", flush=True)
         name, regime = case.split("/")[0], case.split()[-1]
-        per_step[name if regime == "relu" else f"{name}/{regime}"] = costs.fit(single, batched * args.seeds, args.seeds)
+        entry = name if regime == "relu" else f"{name}/{regime}"
+        per_step[entry] = costs.fit(single, batched * args.seeds, args.seeds)
+        if conv and here.bf16_native:  # the same step under bf16 autocast, on the default layout
+            single16 = seconds_per_step(overrides, in_shape, 1, steps, device, bf16=True)
+            batched16 = seconds_per_step(overrides, in_shape, args.seeds, steps, device, bf16=True)
+            per_step[f"{entry}@bf16"] = costs.fit(single16, batched16, args.seeds)
+            print(f"{case:22s} bf16: single {single16 * per_epoch:.2f}, batched {batched16 / args.seeds * per_epoch:.2f} "
+                  f"s per epoch per net", flush=True)
+        if regime == "relu":
+            ckpt = checkpoint_seconds(overrides, in_shape, device)
+            per_step[f"epoch/{name}"] = float(f"{ckpt:.3g}")
+            print(f"{case:22s} checkpoint writes {ckpt:.2f} s a net and epoch", flush=True)
+        if WARMUP:
+            per_step["warmup"] = float(f"{sum(WARMUP) / len(WARMUP):.3g}")
         if case == "fc/mnist relu":
             ratio_fc = ratio
         if args.record:  # after each case: a bench cut by a time limit keeps what it measured
-            costs.record(args.record, args.record.upper() if device.type == "cuda" else "CPU",
-                         f"scripts/bench.py on {device_name(device)}, {time.strftime('%Y-%m-%d')}, {args.seeds} seeds "
-                         f"stacked, batch 32{' (--quick)' if args.quick else ''}: {', '.join(per_step)}", per_step)
-            print(f"recorded {', '.join(per_step)} as {args.record} in {costs.TABLE}", flush=True)
+            label = args.record.upper() if here.gpu else f"CPU ({here.kind.removeprefix('cpu-')}, {here.model})"
+            costs.record(args.record, label,
+                         f"scripts/bench.py on {device_name(device)} ({here.kind}, {here.model}), "
+                         f"{time.strftime('%Y-%m-%d')}, {args.seeds} seeds stacked, batch 32, the default layout"
+                         f"{' (--quick)' if args.quick else ''}: {', '.join(k for k in per_step if k != 'machine')}; "
+                         f"warmup: the stacks' first epochs beyond their second; epoch/<net>: a net's last.pt and best.pt",
+                         per_step)
+            print(f"recorded {', '.join(k for k in per_step if k != 'machine')} as {args.record} in {costs.TABLE}",
+                  flush=True)
     for line in projection(per_step):
         print(line)
     if ratio_fc is not None:

@@ -52,9 +52,9 @@ EP2=$([ "$E2" = 10 ] || echo "-${E2}ep"); EP4=$([ "$E4" = 10 ] || echo "-${E4}ep
 step "4 table4 $T4, $E4 epochs" "${LIM[3]}" python -m gatelab reproduce table4 --scale $T4 --jobs $JOBS $([ -n "$EP4" ] && echo --epochs "$E4") --data "$GATELAB_DATA" $ARGS
 NOTE="REDUCED SCALE, not the paper's: first 10,000/2,000 CIFAR-10 images, 3 seeds, bf16${ARGS:+ + $ARGS}"
 # A step cut by its limit leaves runs without a report: render what completed (cells without a seed show the paper's number).
-[ "$TABLE2" = 1 ] && python -m gatelab.papers.npf table2 --runs outputs/table2-conv-reduced$EP2 --arch gconv vconv --seeds 3 \
+[ "$TABLE2" = 1 ] && python -m gatelab.papers.npf table2 --runs outputs/table2-conv-reduced$EP2 --arch gconv vconv --seeds 5 \
   --out outputs/reports/table2-conv-reduced$EP2 --command "scripts/device_check.sh" --note "$NOTE, $E2 epochs" >> "$LOG" 2>&1
-python -m gatelab.papers.dgn table4 --runs outputs/table4-conv-reduced$EP4 --seeds 3 \
+python -m gatelab.papers.dgn table4 --runs outputs/table4-conv-reduced$EP4 --seeds 5 \
   --out outputs/reports/table4-conv-reduced$EP4 --command "scripts/device_check.sh" --note "$NOTE, $E4 epochs" >> "$LOG" 2>&1
 # At most 8 files: the log, the two tables (Markdown + CSV), the cost table and the runs' results.json (no checkpoints).
 for t in $([ "$TABLE2" = 1 ] && echo table2) table4; do ep=$([ $t = table2 ] && echo "$EP2" || echo "$EP4"); for ext in md csv; do

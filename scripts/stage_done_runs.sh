@@ -5,7 +5,7 @@
 # Usage: scripts/stage_done_runs.sh DEST ROOT [ROOT ...]     (device_stage.sh: .stage/runs; device_check.sh restores)
 set -euo pipefail
 export PYTHONPATH="$(cd "$(dirname "$0")/.." && pwd)/src${PYTHONPATH:+:$PYTHONPATH}"  # the project of this tree
-python - "$@" <<'PY'
+"${PYTHON:-python3}" - "$@" <<'PY'  # the Python given (PYTHON=.venv/bin/python), else python3
 import shutil, sys
 from pathlib import Path
 from gatelab.core.results import finished_results

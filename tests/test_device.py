@@ -1,6 +1,7 @@
 """Placement without a GPU: on the ``meta`` device (shapes only, no data), every parameter, buffer,
 gradient, optimiser state and accumulator of a run must live on the run's device. A tensor left on
 the CPU fails here exactly as it would fail on CUDA."""
+import os
 import platform
 import subprocess
 import sys
@@ -114,14 +115,17 @@ def test_bench_paths_time_each_conv_path_beside_the_plain_loop(monkeypatch, caps
     spec.loader.exec_module(bench)
     tiny = ["dataset=cifar10", "arch=gconv", *TINY_ARCH["gconv"], "regime=relu"]
     monkeypatch.setattr(bench, "CASES", [("gconv/cifar10 relu", tiny, (3, 8, 8), 100)])
-    monkeypatch.setattr(results, "bf16_native", lambda device: False)
+    from gatelab.core import machine
+    monkeypatch.setattr(machine, "bf16_native", lambda device: False)
     bench.paths(torch.device("cpu"), 2, 2, None)
     out = capsys.readouterr().out.splitlines()
-    timed = [line for line in out if "s/net-step" in line]
-    assert len(timed) == 3 and all(float(line.split()[-1].rstrip("x")) > 0 for line in timed)
-    assert sum("skipped: bf16 is emulated" in line for line in out) == 2
+    timed = [line for line in out if "s/net-step" in line and not line.startswith("default")]
+    assert len(timed) == 5 and all(float(line.split()[-1].rstrip("x")) > 0 for line in timed)  # plain + 4 fp32 paths
+    assert sum("skipped: bf16 is emulated" in line for line in out) == 4
     fastest = [line for line in out if line.startswith("fastest gconv")]
-    assert len(fastest) == 1 and ("plain fp32 loop" in fastest[0] or "stacked fp32" in fastest[0])
+    assert len(fastest) == 1 and any(p in fastest[0] for p in ("plain fp32 loop", "stacked fp32", "single fp32"))
+    (default,) = [line for line in out if line.startswith("default gconv")]  # fp32 only: bf16 is emulated here
+    assert " fp32: " in default and float(default.split(": ")[-1].split("x")[0]) >= 1.0
 
 
 def test_bench_record_keeps_each_case_as_it_is_measured(monkeypatch, tmp_path):
@@ -155,7 +159,8 @@ def test_bench_record_keeps_each_case_as_it_is_measured(monkeypatch, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         bench.main()
     entry = yaml.safe_load(table.read_text())["testbox"]
-    assert entry["label"] == "CPU" and "fc/dlnpf" not in entry and entry["source"].endswith(": fc")
+    assert entry["label"].startswith("CPU") and "fc/dlnpf" not in entry and ": fc, epoch/fc;" in entry["source"]
+    assert entry["epoch/fc"] > 0 and entry["machine"]["kind"]  # checkpoint writes measured; the machine named
     assert entry["fc"] == pytest.approx([0.002, 0.001])  # a + S*b from the single and stacked steps
     assert yaml.safe_load(table.read_text())["h100"] == costs.load()["h100"]
 
@@ -226,8 +231,8 @@ def test_bf16_on_a_cpu_without_bf16_kernels_is_named_and_recorded(monkeypatch, c
     fast path; env records the CPU's kernels either way. A CPU with them gets no warning."""
     from gatelab.core import results
     from gatelab.training import speed
-    monkeypatch.setattr(speed, "bf16_native", lambda device: native)
-    monkeypatch.setattr(results, "bf16_native", lambda device: native)
+    from gatelab.core import machine
+    monkeypatch.setattr(machine, "bf16_native", lambda device: native)
     with caplog.at_level("WARNING", logger="gatelab"):
         env = speed.precision(make_cfg(["precision=bf16"]), torch.device("cpu"))
     warned = [r.getMessage() for r in caplog.records if "precision=fp32 is the fast path" in r.getMessage()]
@@ -291,6 +296,7 @@ def test_a_checkpoint_resumes_across_cuda_and_the_cpu(tiny_root, tmp_path, monke
 
 HEAP_PROBE = """
 import resource, sys, torch
+import gatelab.training.loop  # what a run's process has loaded when it sets the heap (its heap's layout matters)
 from gatelab.training.speed import heap_reuse
 on = heap_reuse(sys.argv[1] == "on")
 for _ in range(2):
@@ -343,7 +349,7 @@ def test_completed_runs_travel_to_a_bare_machine_as_their_results(tmp_path):
         (runs / name).mkdir(parents=True)
         (runs / name / "results.json").write_text(text)
     p = subprocess.run(["bash", str(ROOT / "scripts" / "stage_done_runs.sh"), "stage", "outputs/t4", "outputs/none"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHON": sys.executable})
     assert p.returncode == 0 and "staged 1 final run(s)" in p.stdout, p.stderr
     staged = sorted(f.relative_to(tmp_path / "stage") for f in (tmp_path / "stage").rglob("results.json"))
     assert staged == [runs.relative_to(tmp_path) / "seed0-a" / "results.json"]

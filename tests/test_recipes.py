@@ -13,6 +13,8 @@ import time
 import pytest
 
 from conftest import ROOT, write_tiny_data
+from gatelab.core import machine
+from gatelab.core.machine import Machine
 from gatelab.launch import costs, recipes
 from gatelab.launch.recipes import Options, Recipe
 from gatelab.papers.reproduce import discover, main
@@ -27,6 +29,16 @@ TARGETS = {"help", "install", "test", "run", "table2", "table2-mnist", "table2-m
            "figure3", "bench", "table4", "table4-quick", "dgn-figures", "exp6", "exp6-reduced", "page", "table2-conv-reduced", "table2-conv-cpu",
            "table4-conv-reduced", "table4-conv-reduced-grid", "table4-conv-cpu", "dgn-figure5", "dgn-figure5-reduced", "races", "races-quick", "races-report", "races-appendix", "races-drop", "routing-reduced", "routing-reduced-m100", "routing-paper",
            "routing-isolation", "routing-isolation-leaky", "routing-isolation-decoder", "routing-report", "routing-toy", "routing-features", "routing-backbone"}
+
+
+PINNED_MACHINE = Machine("cpu-avx512-bf16", "the pins' machine", True, "AVX512")  # precision=auto -> bf16 for conv nets
+
+
+@pytest.fixture(autouse=True)
+def _one_machine(monkeypatch):
+    """The pinned run keys hold for a machine with bf16 kernels (conv_reduced's and the quick conv scales'
+    precision=auto resolve to bf16 there, fp32 on a Zen 3): every test here sees that one."""
+    monkeypatch.setattr(machine, "detect", lambda device="cpu": PINNED_MACHINE)
 
 
 @pytest.mark.parametrize("name, scale", CASES)
@@ -74,15 +86,15 @@ def test_a_make_target_calls_its_recipe_with_the_make_variables(target, expected
 
 
 def test_table4s_grid_scale_adds_networks_to_the_reduced_runs_and_report(tiny_root):
-    """``conv-reduced-grid`` trains the whole beta x eps grid in conv-reduced's folder: its 15 runs are among
-    the grid's 54 (6 + 16 soft-ReLU networks x 3 seeds), so a GPU call trains only what is missing, and both
+    """``conv-reduced-grid`` trains the whole beta x eps grid in conv-reduced's folder: its 25 runs are among
+    the grid's 90 (DLN, ReLU + 16 soft-ReLU networks x 5 seeds), so a GPU call trains only what is missing, and both
     render into the one report."""
     def dirs(scale):
         r = recipes.build("table4", Options(scale, data=str(tiny_root)))
         return r, {str(d) for w in recipes.plan_recipe(r) for s in w for _, d in s.job.entries}
     small, grid = dirs("conv-reduced"), dirs("conv-reduced-grid")
-    assert small[1] < grid[1] and len(grid[1]) == 54
-    assert small[0].reports == grid[0].reports and "bf16" in " ".join(grid[0].reports[0])
+    assert small[1] < grid[1] and len(grid[1]) == 90 and len(small[1]) == 25
+    assert small[0].reports == grid[0].reports and "precision=auto" in " ".join(grid[0].reports[0])
 
 
 def test_a_bad_recipe_scale_or_override_is_one_line_and_exit_2(tiny_root, capsys):

@@ -63,7 +63,7 @@ def test_a_row_with_stack_seeds_false_trains_every_net_alone_in_the_rows_order()
     """``stack_seeds=false`` holds for a row too (``regimes=[...]``): each net its own stack, the row's order kept."""
     from gatelab.training.rows import row_groups
     over = ["arch=vconv", "regimes=[dln,relu,frnpf_ii,frnpf_di]", "seeds=[0,1]"]
-    stacked, alone = row_groups(make_cfg(over)), row_groups(make_cfg([*over, "stack_seeds=false"]))
+    stacked, alone = row_groups(make_cfg([*over, "stack_seeds=true"])), row_groups(make_cfg([*over, "stack_seeds=false"]))
     assert sorted(len(g) for g in stacked) == [2, 2, 4] and [len(g) for g in alone] == [1] * 8
     assert [key for g in alone for key, _ in g] == [key for g in stacked for key, _ in g]
 

@@ -72,8 +72,9 @@ def test_channels_last_trains_the_same_run(tiny_root, tmp_path, arch):
     within the reassociation bound; the run records that it ran so."""
     from gatelab.core.runs import run_key
     over = [f"arch={arch}", *TINY_ARCH[arch], "regime=dlnpf", "epochs=2", "optimizer.lr=1e-3"]
-    assert run_key(make_cfg(over)) == run_key(make_cfg([*over, "channels_last=true"]))
-    nchw = train(make_cfg(over, tiny_root), tmp_path / "nchw")
+    assert run_key(make_cfg([*over, "channels_last=false"])) == run_key(make_cfg([*over, "channels_last=true"])) == \
+        run_key(make_cfg(over))
+    nchw = train(make_cfg([*over, "channels_last=false"], tiny_root), tmp_path / "nchw")
     nhwc = train(make_cfg([*over, "channels_last=true"], tiny_root), tmp_path / "nhwc")
     assert (nchw["env"]["channels_last"], nhwc["env"]["channels_last"]) == (False, True)
     steps = 2 * math.ceil(240 / 32)

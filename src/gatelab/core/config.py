@@ -117,10 +117,13 @@ class Optim(StrEnum):
 
 class Precision(StrEnum):
     """The arithmetic of training (gatelab.training.speed.precision): fp32 strict (no TF32 anywhere), tf32
-    (CUDA matmuls and convolutions in TF32), bf16 (bf16 autocast of the training forward pass)."""
+    (CUDA matmuls and convolutions in TF32), bf16 (bf16 autocast of the training forward pass), auto (bf16 for
+    a conv net where the device has bf16 kernels of its own, else fp32: gatelab.core.machine.precision_auto;
+    resolved before the run key is made, so the key and results.json say what ran)."""
     fp32 = "fp32"
     tf32 = "tf32"
     bf16 = "bf16"
+    auto = "auto"
 
 
 class EvalPrecision(StrEnum):
@@ -256,7 +259,9 @@ class Config:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     seed: int = 0
     seeds: Optional[List[int]] = None  # train these seeds in one process (stacked networks, see stack_seeds)
-    stack_seeds: bool = True  # seeds=[...]: false trains them one after another (conv nets on a CPU are faster so)
+    # seeds=[...] stacked in one step (true) or one after another (false); unset: the machine's fastest
+    # (gatelab.core.machine.stack_seeds: stacked but for conv nets on a CPU). Not in the run key.
+    stack_seeds: Optional[bool] = None
     # A table row in one process (gatelab.training.rows.train_row): these regimes x lrs x seeds, stacked by family
     regimes: Optional[List[str]] = None
     lrs: Optional[List[float]] = None  # several: plain SGD only (each net's gradient scaled by its lr)
@@ -274,12 +279,13 @@ class Config:
     checkpoint_minutes: float = 10.0  # also a group last.pt inside an epoch every N minutes (0: off)
     progress: bool = True  # tqdm bars, at a terminal only (redirected: one line per epoch)
     amp: bool = False  # bf16 autocast of the training forward pass (the older spelling of precision=bf16)
-    precision: Precision = later(Precision.fp32)  # fp32 | tf32 | bf16; env records what ran
+    precision: Precision = later(Precision.fp32)  # fp32 | tf32 | bf16 | auto; env records what ran
     eval_precision: EvalPrecision = later(EvalPrecision.fp32)  # fp32 | bf16: the test evaluation's (in the run key)
     compile: Optional[str] = None  # torch.compile mode for training: default | reduce-overhead | max-autotune
     # conv activations and kernels in NHWC (torch.channels_last): the same numbers up to reassociation,
     # not in the run key; faster or slower by device and layer (scripts/bench.py --paths measures it)
-    channels_last: bool = False
+    # unset: the machine's fastest (gatelab.core.machine.channels_last: NHWC on CPUs with AVX-512); env records it
+    channels_last: Optional[bool] = None
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
     heap_reuse: bool = True  # glibc: keep big host tensors' memory between steps (gatelab.training.speed.heap_reuse)
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.core.runs)
@@ -292,9 +298,3 @@ class Config:
 def register() -> None:
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
-
-
-def precision_of(cfg: Any) -> str:
-    """The arithmetic a run trains in: ``fp32``, ``tf32`` or ``bf16`` (``amp=true`` is the older
-    spelling of bf16)."""
-    return "bf16" if cfg.amp else str(cfg.get("precision") or "fp32")

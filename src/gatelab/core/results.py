@@ -28,6 +28,8 @@ from typing import Optional
 
 import torch
 
+from gatelab.core import machine
+
 RESULTS = "results.json"
 LOSS_TRACE = "loss_trace.csv"  # loss_trace=[lo, hi]: the training-set loss after each step of the window
 RESULTS_VERSION = 1
@@ -217,23 +219,9 @@ def device_name(device: torch.device | str | None = None) -> str:
 
 
 def environment(device: torch.device) -> dict:
-    """``env`` of results.json: versions, device, its CPU kernels, threads, host and code commit."""
+    """``env`` of results.json: versions, device, the kind of machine (gatelab.core.machine), its CPU kernels,
+    threads, host and code commit."""
     return {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
             "device_name": device_name(device), "threads": torch.get_num_threads(), "host": platform.node(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "bf16_native": bf16_native(device),
-            "git_commit": git_commit()}
-
-
-def bf16_native(device: torch.device) -> bool:
-    """Whether ``device`` has bf16 arithmetic of its own: a CUDA GPU that supports it, or a CPU whose
-    oneDNN has bf16 kernels (AVX-512 BF16 / AMX). Without them bf16 autocast on the CPU emulates:
-    measured on an AMD EPYC (Zen 3, AVX2), a 64->64 3x3 conv of 32 CIFAR images takes 2.47 s in bf16
-    against 0.032 s in fp32, one thread."""
-    if device.type == "cuda":
-        return bool(torch.cuda.is_bf16_supported())
-    if device.type != "cpu":
-        return False
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "bf16_native": machine.bf16_native(device),
+            "machine": machine.detect(device).as_dict(), "git_commit": git_commit()}

@@ -23,6 +23,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gatelab.core.config import LATER, Config, CONF_DIR, register
+from gatelab.core.machine import precision_of
 from gatelab.core.results import RESULTS, read_results
 
 # Keys that determine a run's result. Not: device, data root, progress bars, threads, out_root,
@@ -72,8 +73,12 @@ def _drop_later_defaults(value: Any, schema: Any) -> Any:
 
 
 def identity(cfg, schema=None) -> dict:
-    """The fields of ``cfg`` (a config or its plain dict) that determine the run's result."""
-    return _drop_later_defaults({k: plain(cfg[k]) for k in IDENTITY if k in cfg}, schema or SCHEMA)
+    """The fields of ``cfg`` (a config or its plain dict) that determine the run's result; ``precision=auto`` as
+    what it resolves to on the run's device (the key of a run says what ran)."""
+    ident = {k: plain(cfg[k]) for k in IDENTITY if k in cfg}
+    if ident.get("precision") == "auto":
+        ident["precision"] = precision_of(cfg)
+    return _drop_later_defaults(ident, schema or SCHEMA)
 
 
 def run_key(cfg) -> str:

@@ -33,6 +33,27 @@ def key(cfg) -> str:
     return name
 
 
+def machine_of_entry(entry: dict):
+    """The machine an entry was measured on (its ``machine:`` block: kind and model), as
+    :class:`gatelab.core.machine.Machine`; None for an entry that does not say."""
+    from gatelab.core.machine import CPU_KINDS, Machine
+    m = entry.get("machine") or {}
+    if not m.get("kind"):
+        return None
+    native = m["kind"] not in CPU_KINDS[2:]  # GPUs, AMX, AVX-512 BF16
+    return Machine(str(m["kind"]), str(m.get("model", "")), native, "")
+
+
+def _precision(entry: dict, cfg) -> str:
+    """The precision a run trains in on ``entry``'s machine (``auto`` resolved for that machine)."""
+    from gatelab.core.machine import precision_auto
+    asked = "bf16" if cfg.get("amp") else str(cfg.get("precision") or "fp32")
+    if asked != "auto":
+        return asked
+    m = machine_of_entry(entry)
+    return precision_auto(cfg, m) if m is not None else "fp32"
+
+
 def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     """(seconds per step of a stack, seconds per net in it) of run ``cfg`` on the device of ``entry``:
     a stack of S nets takes ``a + S * b`` a step. An entry is ``[a, b]``, or one number ``b`` (a = 0:
@@ -40,6 +61,8 @@ def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
     A net of another size (:func:`size`) scales ``b``, its arithmetic; ``a``, the step's dispatch and
     kernel launches, stays (a negative ``a``, stacking's extra arithmetic on a CPU, scales with ``b``)."""
     k, regime, factor = key(cfg), cfg.regime, 1.0
+    if _precision(entry, cfg) == "bf16":  # an entry's bf16 measurements (``<key>@bf16``) where it has them
+        entry = {**entry, **{n[:-5]: v for n, v in entry.items() if n.endswith("@bf16")}}
     v = entry.get(f"{k}/{regime.name}")
     if v is None and not regime.get("tied", True) and k != "routing":  # a feature network beside the value network
         if regime.get("feature_trainable"):  # two networks trained a step: as DLNPF, else twice one
@@ -196,6 +219,29 @@ def record(device: str, label: str, source: str, measured: dict, path: Path = TA
     Path(path).write_text(header + yaml.safe_dump(table, sort_keys=False, width=120, default_flow_style=None))
 
 
+def for_machine(table: dict, here=None) -> list[tuple[str, str]]:
+    """The entries of ``table`` in the order a plan shows them: the one recorded on this kind of machine
+    first, [(entry, how)] with how ``this machine`` (its kind and model), ``this kind`` (another model of
+    it), ``nearest`` (no entry of this kind: the closest CPU kind, or another GPU) or ``""`` for the rest."""
+    from gatelab.core.machine import CPU_KINDS, detect
+    here = detect("auto") if here is None else here
+    kinds = {n: (machine_of_entry(e) or None) for n, e in table.items() if isinstance(e, dict)}
+    exact = [n for n, m in kinds.items() if m and m.kind == here.kind and m.model == here.model]
+    same = [n for n, m in kinds.items() if m and m.kind == here.kind and n not in exact]
+    first: list[tuple[str, str]] = [(n, "this machine") for n in exact] + [(n, "this kind") for n in same]
+    if not first:
+        if here.gpu:
+            near = [n for n, m in kinds.items() if m and m.gpu]
+        else:
+            rank = {k: i for i, k in enumerate(CPU_KINDS)}
+            mine = rank.get(here.kind, len(CPU_KINDS))
+            cpus = [(abs(rank[m.kind] - mine), n) for n, m in kinds.items() if m and m.kind in rank]
+            near = [min(cpus)[1]] if cpus else []
+        first = [(n, "nearest") for n in near[:1]]
+    shown = {n for n, _ in first}
+    return first + [(n, "") for n in kinds if n not in shown]
+
+
 def duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
@@ -211,15 +257,20 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
     network says so."""
     table = load() if table is None else table
     parts = []
-    for device, seconds in prices.items():
+    order = [(n, how) for n, how in for_machine(table) if n in prices] + \
+        [(n, "") for n in prices if n not in table]
+    for device, how in order:
+        seconds = prices[device]
         label = (table.get(device) or {}).get("label", device)
+        mark = {"this machine": " (this machine)", "this kind": " (this kind of machine)",
+                "nearest": " (the nearest entry: none for this machine)"}.get(how, "")
         if seconds is None:
-            parts.append(f"not measured on {label}")
+            parts.append(f"not measured on {label}{mark}")
         elif long and seconds >= 3600:
             days = f" ({seconds / 86400:,.0f} days)" if seconds >= 3 * 86400 else ""
-            parts.append(f"{seconds / 3600:,.1f} {label}-hours{days}")
+            parts.append(f"{seconds / 3600:,.1f} {label}-hours{days}{mark}")
         else:
-            parts.append(f"{duration(seconds)} on {label}")
+            parts.append(f"{duration(seconds)} on {label}{mark}")
     return "about " + ", ".join(parts) if parts else "no cost table"
 
 

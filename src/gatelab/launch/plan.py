@@ -22,8 +22,8 @@ import torch
 from omegaconf import OmegaConf
 
 from gatelab.analyses import pruning
-from gatelab.core import checkpoints
-from gatelab.core.config import ConfigError, precision_of
+from gatelab.core import checkpoints, machine
+from gatelab.core.config import ConfigError
 from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, load_results, trainer_of
 from gatelab.core.runs import job_config, run_dir
@@ -80,7 +80,7 @@ def _entries(cfg) -> list[list[tuple[object, Path]]]:
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds={seeds} lists a seed more than once: the same run would train twice")
     cfgs = [OmegaConf.merge(base, {"seed": s, "seeds": None}) for s in seeds]
-    if cfg.seeds and not cfg.stack_seeds:
+    if cfg.seeds and not machine.stack_seeds(cfg):
         return [[(c, run_dir(c))] for c in cfgs]
     if not cfg.seeds and cfg.get("run_dir"):
         return [[(cfgs[0], Path(cfg.run_dir))]]
@@ -248,7 +248,7 @@ def banner(jobs: list[Job]) -> str:
     device = str(c.device)
     if device == "auto":
         device = "auto (cuda)" if torch.cuda.is_available() else "auto (cpu)"
-    return f"gatelab: device {device}, precision {precision_of(c)}, out_root {c.out_root}\n" + describe(jobs)
+    return f"gatelab: device {device}, precision {machine.precision_of(c)}, out_root {c.out_root}\n" + describe(jobs)
 
 
 def execute(jobs: list[Job]) -> dict[str, dict]:

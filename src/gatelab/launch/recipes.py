@@ -242,7 +242,24 @@ def describe(r: Recipe, waves: list[list[Step]], scale: str, table: Optional[dic
     steps = sum(s.steps_left for w in waves for s in w) + sum(s.steps_left for s in fig)
     lines.append(f"total: {sum(map(len, waves))} jobs, {n_runs} runs ({done} done), {steps:,} net-steps left: "
                  f"{costs.words(total, table, long=True)}")
+    bf16 = bf16_instead([p for w in waves for s in w for p in s.priced()] + [p for s in fig for p in s.priced()], table)
+    if bf16:
+        lines.append(f"at precision=bf16 instead of its fp32 conv runs (EXTRA=precision=bf16; other runs, a run key "
+                     f"of its own): {costs.words(bf16, table, long=True)}")
     return "\n".join(lines)
+
+
+def bf16_instead(items: list[tuple], table: dict) -> Optional[dict]:
+    """The price of ``items`` with their fp32 conv runs in bf16 (the paper scale keeps its documented fp32:
+    what the faster arithmetic would cost), on the entries that measured a bf16 step; None when no run or no
+    entry would change."""
+    from omegaconf import OmegaConf
+    swap = [(OmegaConf.merge(c, {"precision": "bf16"}) if c.arch.get("conv_channels") and
+             str(c.get("precision") or "fp32") == "fp32" and not c.get("amp") else c, n, k) for c, n, k in items]
+    if all(a[0] is b[0] for a, b in zip(items, swap)):
+        return None
+    measured = {d: e for d, e in table.items() if isinstance(e, dict) and any(str(k).endswith("@bf16") for k in e)}
+    return costs.price(swap, measured) if measured else None
 
 
 def figure_steps(r: Recipe) -> list[Step]:

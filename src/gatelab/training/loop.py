@@ -27,8 +27,7 @@ from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
 from gatelab.analyses import pruning
-from gatelab.core import checkpoints
-from gatelab.core.config import precision_of
+from gatelab.core import checkpoints, machine
 from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, LOSS_TRACE, environment, finished_results, locked, resolve_device
 from gatelab.core.runs import plain
@@ -98,6 +97,9 @@ def _train_todo(entries: list) -> list:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     t_start = time.time()
+    for c, _ in entries:  # precision=auto: what it resolves to here, as the run key has it
+        if str(c.get("precision")) == "auto":
+            c.precision = machine.precision_auto(c)
     runs = [RunState(int(c.seed), Path(run_dir), c, t_start) for c, run_dir in entries]
     try:
         for r in runs:  # bad input fails here, before the data is loaded
@@ -106,8 +108,9 @@ def _train_todo(entries: list) -> list:
             if pruning.active(r.cfg):
                 pruning.parent_dir(r.cfg)
         device = resolve_device(cfg.device)
+        here = machine.detect(device)
         env = {**environment(device), **precision(cfg, device), "heap_reuse": heap_reuse(cfg.heap_reuse),
-               "channels_last": bool(cfg.get("channels_last"))}
+               "channels_last": machine.channels_last(cfg, here), "stacked": len(runs)}
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
@@ -253,7 +256,7 @@ def _fit_stack(cfg, runs: list, data, device, save_progress) -> None:
                              model=r.model.state_dict())
     # Speed options (off by default): bf16 autocast; torch.compile of the forward pass.
     forward = torch.compile(model, mode=cfg.compile) if cfg.compile else model
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision_of(cfg) == "bf16")
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=machine.precision_of(cfg) == "bf16")
     per_epoch = math.ceil(len(data.train) / cfg.optimizer.batch_size)
     job_bar = tqdm(total=(cfg.epochs - done) * per_epoch - skip, desc=f"{len(runs)} net(s), epochs {done + 1}-"
                    f"{cfg.epochs}", unit="step", disable=not bars_on(cfg), mininterval=1.0, position=0, file=Bars())

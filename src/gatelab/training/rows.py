@@ -6,6 +6,7 @@ each other's finished runs. Sourced regimes (FLNPF) come last, after their ReLU 
 """
 from __future__ import annotations
 
+from gatelab.core import machine
 from gatelab.core.config import ConfigError
 from gatelab.core.runs import plain, run_dir
 from gatelab.nets import regimes
@@ -29,7 +30,7 @@ def row_groups(cfg) -> list[list[tuple[tuple, object]]]:
     for key, c in regimes.row_configs(cfg):
         groups.setdefault(family(c), []).append((key, c))
     ordered = [groups[f] for f in sorted(groups, key=lambda f: f[0])]  # stable: the row's order, sourced last
-    return ordered if cfg.get("stack_seeds", True) else [[entry] for group in ordered for entry in group]
+    return ordered if machine.stack_seeds(cfg) else [[entry] for group in ordered for entry in group]
 
 
 def train_row(cfg) -> dict:

@@ -8,8 +8,8 @@ import sys
 
 import torch
 
-from gatelab.core.config import precision_of
-from gatelab.core.results import bf16_native
+from gatelab.core import machine
+from gatelab.core.machine import precision_of
 
 log = logging.getLogger("gatelab")
 
@@ -38,7 +38,7 @@ def precision(cfg, device: torch.device) -> dict:
     otherwise runs convolutions in TF32 by default; tf32: on; bf16: fp32 flags, bf16 autocast of
     the forward) and cuDNN autotuning for conv nets on CUDA; returns what ran, for ``env``."""
     kind = precision_of(cfg)
-    if kind == "bf16" and device.type == "cpu" and not bf16_native(device):
+    if kind == "bf16" and device.type == "cpu" and not machine.bf16_native(device):
         log.warning("precision=bf16 on a CPU without bf16 kernels (%s, no AVX-512 BF16/AMX): bf16 autocast is "
                     "emulated, convolutions up to 80x slower than fp32; precision=fp32 is the fast path here",
                     torch.backends.cpu.get_cpu_capability())

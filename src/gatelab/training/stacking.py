@@ -14,6 +14,7 @@ import torch
 from omegaconf import OmegaConf
 
 from gatelab.analyses import pruning
+from gatelab.core import machine
 from gatelab.nets import regimes
 from gatelab.nets.dgn import stack_models, use_channels_last
 
@@ -45,7 +46,7 @@ def setup(cfg, runs: list, device: torch.device):
     resumed = runs[0].last is not None
     for r in runs if resumed else []:
         r.resume()
-    model = use_channels_last(stack_models([r.model for r in runs]).to(device), cfg.get("channels_last", False))
+    model = use_channels_last(stack_models([r.model for r in runs]).to(device), machine.channels_last(cfg, machine.detect(device)))
     pruning.mask_gradients(model, [r.mask for r in runs])
     lrs = [float(r.cfg.optimizer.lr) for r in runs]
     per_net = len(set(lrs)) > 1  # a row's SGD step sizes: plain SGD at step 1 on gradients scaled by each net's lr

@@ -20,7 +20,7 @@ CPU_EPOCHS = 6  # Table 4 at conv_cpu's 2,000 images: 6 epochs (375 steps), not 
 def table4(o: Options) -> Recipe:
     """``conv-reduced`` (one GPU's minutes) and ``conv-cpu`` (a 2-core CPU's hours, fp32, 2,000/1,000
     images, :data:`CPU_EPOCHS` epochs): DLN and ReLU, and soft-ReLU at beta in {1, 4, 16}, eps=0.1 (the
-    paper's 59, 68, 72), 3 seeds: enough for the order of beta (verdicts), not for the whole grid.
+    paper's 59, 68, 72), 5 seeds at conv-reduced (the paper's), 3 at conv-cpu: enough for the order of beta (verdicts), not for the whole grid.
     ``conv-reduced-grid``: conv-reduced with the whole grid (beta in :data:`TABLE4_BETAS` x eps 0.1, 0.4), in its
     folders: its 5 networks are the same runs, so the grid adds 13 networks to the same report."""
     grid = o.scale == "conv-reduced-grid"
@@ -34,7 +34,8 @@ def table4(o: Options) -> Recipe:
                 [f"+experiment=[table4_soft,{scale}]", "regime.beta=" + (",".join(f"{b:g}" for b in TABLE4_BETAS) if grid
                  else "1,4,16"), "regime.eps=" + ("0.1,0.4" if grid else "0.1"), *cpu, f"out_root={root}"]]
         return Recipe("table4", f"Table 4, {o.scale}", runs, reports=[_report(
-            root, f"outputs/reports/table4-{scale_name}", "--seeds", "3", "--note", note)])
+            root, f"outputs/reports/table4-{scale_name}", "--seeds", "3" if o.scale == "conv-cpu" else "5",
+            "--note", note)])
     quick = o.scale == "quick"
     root = "outputs/table4-quick" if quick else o.root("outputs/table4")
     suffix = ",quick_table4" if quick else ""

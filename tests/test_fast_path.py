@@ -1,0 +1,144 @@
+"""The fastest correct path by default (issue #48): what the machine is, the layout the convolutions
+actually see, precision=auto, stacking, and the price of this machine first."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import TINY_ARCH, make_cfg
+
+from gatelab.core import machine
+from gatelab.core.machine import Machine
+from gatelab.core.runs import run_key
+
+AMX = Machine("cpu-amx", "Intel Xeon family 6 model 143", True, "AVX512")
+ZEN3 = Machine("cpu-avx2", "AMD EPYC family 25 model 1", False, "AVX2")
+H200 = Machine("h200", "NVIDIA H200", True, "AVX512")
+
+
+def on(monkeypatch, m: Machine) -> None:
+    """Pretend this process runs on ``m`` (every caller reads ``machine.detect``)."""
+    monkeypatch.setattr(machine, "detect", lambda device="cpu": m)
+
+
+def test_the_cpu_kind_comes_from_its_flags_and_its_onednn():
+    flags = "fpu sse avx2 avx512f avx512bw"
+    assert machine.cpu_kind({"flags": flags + " amx_bf16 amx_tile avx512_bf16"}, bf16_native=True) == "cpu-amx"
+    assert machine.cpu_kind({"flags": flags + " avx512_bf16"}, bf16_native=True) == "cpu-avx512-bf16"
+    assert machine.cpu_kind({"flags": flags}, bf16_native=False) in ("cpu-avx512",)
+    assert machine.cpu_kind({"flags": "fpu sse avx2"}, bf16_native=False) in ("cpu-avx2", "cpu-avx512")
+    # bf16 flags without oneDNN's bf16 kernels are no bf16 path
+    assert machine.cpu_kind({"flags": flags + " avx512_bf16"}, bf16_native=False) == "cpu-avx512"
+    assert machine.cpu_model({"model name": "AMD EPYC", "cpu family": "26", "model": "2"}) == \
+        "AMD EPYC family 26 model 2"
+    assert machine.gpu_kind("NVIDIA H200") == "h200" and machine.gpu_kind("NVIDIA H100 80GB HBM3") == "h100"
+
+
+@pytest.mark.parametrize("m, nhwc", [(AMX, True), (ZEN3, False)])
+def test_the_default_layout_is_what_the_convolutions_see(monkeypatch, tiny_root, tmp_path, m, nhwc):
+    """Unset, ``channels_last`` follows the machine; the memory format each convolution actually received is
+    checked (a no-op channels_last fails here), and env records the layout that ran."""
+    from gatelab.training.loop import train
+    on(monkeypatch, m)
+    seen = []
+    real = F.conv2d
+
+    def conv2d(x, w, *a, **k):
+        seen.append(x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous())
+        return real(x, w, *a, **k)
+    monkeypatch.setattr(F, "conv2d", conv2d)
+    res = train(make_cfg(["arch=gconv", *TINY_ARCH["gconv"], "dataset.limit_train=64", "dataset.limit_test=32"],
+                         tiny_root), tmp_path / "run")
+    assert res["status"] == "completed" and seen
+    assert set(seen) == {nhwc}
+    assert res["env"]["channels_last"] is nhwc and res["env"]["machine"]["kind"] == m.kind
+    # an explicit setting wins over the machine's
+    seen.clear()
+    res = train(make_cfg(["arch=gconv", *TINY_ARCH["gconv"], "dataset.limit_train=64", "dataset.limit_test=32",
+                          f"channels_last={str(not nhwc).lower()}"], tiny_root), tmp_path / "other")
+    assert set(seen) == {not nhwc} and res["env"]["channels_last"] is (not nhwc)
+
+
+@pytest.mark.parametrize("m, conv, expected", [(AMX, True, "bf16"), (ZEN3, True, "fp32"), (H200, True, "bf16"),
+                                               (AMX, False, "fp32")])
+def test_precision_auto_is_bf16_only_where_a_conv_net_has_native_kernels(monkeypatch, m, conv, expected):
+    """``precision=auto``: bf16 for conv nets where bf16 is native, fp32 where it is emulated (a Zen 3) and for FC
+    nets; the run key is the key of what it resolves to."""
+    on(monkeypatch, m)
+    arch = ["arch=gconv", *TINY_ARCH["gconv"]] if conv else ["arch=fc"]
+    cfg = make_cfg([*arch, "precision=auto"])
+    assert machine.precision_of(cfg) == expected
+    assert run_key(cfg) == run_key(make_cfg([*arch, f"precision={expected}"]))
+    other = "fp32" if expected == "bf16" else "bf16"
+    assert run_key(cfg) != run_key(make_cfg([*arch, f"precision={other}"]))
+
+
+def test_a_run_at_precision_auto_records_what_ran(monkeypatch, tiny_root, tmp_path):
+    """results.json's config and env say fp32 on a machine that emulates bf16, never ``auto``; the run directory
+    is the fp32 run's."""
+    from gatelab.core.runs import run_dir
+    from gatelab.training.loop import train
+    on(monkeypatch, ZEN3)
+    over = ["arch=gconv", *TINY_ARCH["gconv"], "dataset.limit_train=64", "dataset.limit_test=32", f"out_root={tmp_path}"]
+    cfg = make_cfg([*over, "precision=auto"], tiny_root)
+    where = run_dir(make_cfg([*over, "precision=fp32"], tiny_root))
+    assert run_dir(cfg) == where
+    res = train(cfg, run_dir(cfg))
+    saved = json.loads((where / "results.json").read_text())
+    assert res["status"] == saved["status"] == "completed"
+    assert saved["config"]["precision"] == "fp32" and saved["env"]["precision"] == "fp32"
+    assert saved["env"]["machine"] == ZEN3.as_dict()
+
+
+@pytest.mark.parametrize("m, conv_stacked", [(AMX, False), (ZEN3, False), (H200, True)])
+def test_conv_seeds_stack_only_where_stacking_pays(monkeypatch, m, conv_stacked):
+    """Unset, ``stack_seeds`` stacks FC nets everywhere and conv nets on a GPU only (on the CPUs benched,
+    two stacked conv nets cost at least two single steps); set, it wins."""
+    from gatelab.launch import plan
+    on(monkeypatch, m)
+    conv = make_cfg(["arch=gconv", *TINY_ARCH["gconv"], "seeds=[0,1,2]"])
+    fc = make_cfg(["arch=fc", "seeds=[0,1,2]"])
+    assert [len(s) for s in plan.build(conv)[0].stacks] == ([3] if conv_stacked else [1, 1, 1])
+    assert [len(s) for s in plan.build(fc)[0].stacks] == [3]
+    forced = make_cfg(["arch=gconv", *TINY_ARCH["gconv"], "seeds=[0,1,2]", f"stack_seeds={str(not conv_stacked).lower()}"])
+    assert [len(s) for s in plan.build(forced)[0].stacks] == ([1, 1, 1] if conv_stacked else [3])
+
+
+TABLE = {"h100": {"machine": {"kind": "h100", "model": "NVIDIA H100"}, "label": "H100", "fc": 0.001},
+         "zen4": {"machine": {"kind": "cpu-avx512-bf16", "model": "AMD EPYC (Zen 4)"}, "label": "Zen 4", "fc": 0.002},
+         "zen3": {"machine": {"kind": "cpu-avx2", "model": "AMD EPYC family 25 model 1"}, "label": "Zen 3", "fc": 0.003}}
+
+
+def test_the_plan_prices_this_machine_first_and_names_the_nearest_entry():
+    from gatelab.launch import costs
+    assert costs.for_machine(TABLE, ZEN3)[0] == ("zen3", "this machine")
+    zen5 = Machine("cpu-avx512-bf16", "AMD EPYC family 26 model 2", True, "AVX512")
+    assert costs.for_machine(TABLE, zen5)[0] == ("zen4", "this kind")
+    assert costs.for_machine(TABLE, AMX)[0] == ("zen4", "nearest")  # the closest CPU kind
+    assert costs.for_machine(TABLE, H200)[0] == ("h100", "nearest")
+    assert {n for n, _ in costs.for_machine(TABLE, AMX)} == set(TABLE)
+
+
+def test_words_put_this_machines_price_first(monkeypatch):
+    from gatelab.launch import costs
+    on(monkeypatch, ZEN3)
+    text = costs.words({"h100": 60.0, "zen4": 120.0, "zen3": 600.0}, TABLE)
+    assert text.startswith("about 10 min on Zen 3 (this machine), ")
+    on(monkeypatch, AMX)
+    assert costs.words({"h100": 60.0, "zen4": 120.0, "zen3": 600.0}, TABLE).startswith(
+        "about 2 min on Zen 4 (the nearest entry: none for this machine)")
+
+
+def test_an_entrys_bf16_step_prices_runs_that_train_in_bf16(monkeypatch):
+    """``<key>@bf16`` prices a bf16 run (and ``precision=auto`` on a machine where auto is bf16); fp32 runs and
+    machines that emulate bf16 keep the fp32 step."""
+    from gatelab.launch import costs
+    entry = {"machine": {"kind": "cpu-amx", "model": "x"}, "gconv": [0.0, 0.4], "gconv@bf16": [0.0, 0.1]}
+    slow = {**entry, "machine": {"kind": "cpu-avx2", "model": "y"}}
+    conv = ["arch=gconv"]
+    assert costs.per_step(entry, make_cfg([*conv, "precision=bf16"]))[1] == pytest.approx(0.1)
+    assert costs.per_step(entry, make_cfg([*conv, "precision=auto"]))[1] == pytest.approx(0.1)
+    assert costs.per_step(slow, make_cfg([*conv, "precision=auto"]))[1] == pytest.approx(0.4)
+    assert costs.per_step(entry, make_cfg(conv))[1] == pytest.approx(0.4)
