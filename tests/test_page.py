@@ -28,7 +28,13 @@ def test_every_item_of_docs_papers_has_one_row_and_no_row_is_extra():
 
 
 def test_the_committed_page_and_generated_prose_are_what_the_reports_give():
-    """Drift: a report re-rendered without `make page`, or a generated sentence edited by hand, fails here."""
+    """Drift: a report re-rendered without `make page`, or a generated sentence edited by hand, fails here. The page
+    names the commits of each item's claims and results (gatelab.papers.preregistration): it needs the history."""
+    import subprocess
+    shallow = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True)
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        pytest.skip("not a full git clone: the page's pre-registration column reads the history")
     assert page.write(REPORTS, check=True, readme=ROOT / "README.md") == []
 
 

@@ -103,10 +103,13 @@ DIFFER = ("off", "qualitative: differs", "differs")
 
 
 def outcome(r: Row) -> str:
-    """agrees / differs / not comparable / not run / n/a: a tally ("8 of 10 within") agrees only when
-    every count is whole; a verdict at a reduced or quick scale is not comparable number for number."""
+    """agrees / differs / not comparable / rule after results / not run / n/a: a tally ("8 of 10 within") agrees
+    only when every count is whole; a verdict at a reduced or quick scale is not comparable number for number; a
+    verdict by claims changed after the results they judge is not counted (gatelab.papers.preregistration)."""
     if r.scale in ("none", "n/a"):
         return {"none": "not run", "n/a": "n/a"}[r.scale]
+    if r.registration is not None and r.registration.after:
+        return "rule after results"
     if r.verdict.startswith(("not comparable", "qualitative: no evidence")):  # a control not rejected: no evidence
         return "not comparable"
     tallies = re.findall(r"(\d+) of (\d+) within", r.verdict)
@@ -126,7 +129,7 @@ def summary_lines(root: Path = REPORTS, link: str = "outputs/reports/README.md",
            "|---|---|---|---|---|---|"]
     for paper in ("001", "002", "003", "004"):
         mine = [r for it, r in got if it.paper == paper]
-        at = [r for r in mine if r.scale in ("paper", "test")]
+        at = [r for r in mine if r.scale == "paper"]  # an identity check (scale test) is not agreement
         out.append(f"| {paper} {TITLES[paper]} | {len(mine)} | {len(at)}: {sum(outcome(r) == 'agrees' for r in at)} / "
                    f"{sum(outcome(r) == 'differs' for r in at)} | {sum(r.scale in ('reduced', 'quick') for r in mine)} | "
                    f"{sum(r.scale == 'none' for r in mine)} | {sum(r.scale == 'n/a' for r in mine)} |")
@@ -142,7 +145,16 @@ def _cell(text: str) -> str:
 
 
 def rows(root: Path = REPORTS) -> list[tuple[Item, Row]]:
-    return [(it, it.row(Path(root))) for it in items()]
+    """Every item's row, with the pre-registration of its declared claims against the results it read."""
+    from gatelab.papers import claims, preregistration
+    out = []
+    for it in items():
+        r = it.row(Path(root))
+        path, ids = claims.declared_for(it.item)
+        if path is not None and r.results and r.scale not in ("none", "n/a"):
+            r.registration = preregistration.check(path, ids, Path(root) / r.results)
+        out.append((it, r))
+    return out
 
 
 def render(root: Path = REPORTS, got=None) -> str:
@@ -176,17 +188,22 @@ def render(root: Path = REPORTS, got=None) -> str:
            f"{sum(outcome(r) == 'differs' for r in with_result)} differ, "
            f"{sum(outcome(r) == 'not comparable' for r in with_result)} are not comparable at their scale (a tally "
            "such as \"8 of 10 within\" agrees only when whole; a reduced-scale result is not compared number for "
-           "number, though its feature may be).", ""]
+           "number, though its feature may be), "
+           f"{sum(outcome(r) == 'rule after results' for r in with_result)} are judged by claims declared after their "
+           "results (**rule after results**: shown, not counted; a claim is committed before the results it judges, "
+           "`src/gatelab/papers/<paper>/claims.yaml`, checked against git).", ""]
     for paper in ("001", "002", "003", "004"):
         out += [f"## Paper {paper}: {TITLES[paper]}", "",
-                "| item | what | scale | report | runs | ours | paper | verdict | outcome | why / next |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "| item | what | scale | report | runs | ours | paper | verdict | outcome | claims / results | why / next |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for it, r in got:
             if it.paper != paper:
                 continue
             link = f"[{r.report}]({r.report}/)" if r.report else ""
+            reg = r.registration.text() if r.registration is not None else "rule in code (not yet declared as data)"
             out.append("| " + " | ".join(_cell(x) for x in (it.item, it.what, r.scale, link, r.runs, r.ours,
-                                                              r.paper, r.verdict, f"**{outcome(r)}**", r.why)) + " |")
+                                                              r.paper, r.verdict, f"**{outcome(r)}**", reg,
+                                                              r.why)) + " |")
         out.append("")
     return "\n".join(out)
 

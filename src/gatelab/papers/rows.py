@@ -23,6 +23,8 @@ class Row:
     verdict: str = ""
     why: str = ""  # why there is no paper-scale result, or what to read next
     shared: bool = False  # another paper's experiment, shown under this one too: counted once, there
+    results: str = ""  # the results file its verdict read (relative to the reports root), for the pre-registration check
+    registration: Optional[object] = None  # gatelab.papers.preregistration.Registration, set by the page
 
 
 @dataclass

@@ -109,3 +109,19 @@ def holm(ps: Sequence[float], alpha: float = ALPHA) -> list[float]:
         return []
     from statsmodels.stats.multitest import multipletests
     return [float(p) for p in multipletests(list(ps), alpha=alpha, method="holm")[1]]
+
+
+def nearer(a: Data, b: Data, c: Data, alpha: float = ALPHA) -> Result:
+    """A nearer B than C, by distance: |mean(A) - mean(C)| - |mean(A) - mean(B)| > 0. With the signs of the two
+    differences fixed at their observed values it is a linear contrast of three independent means; its t has
+    Welch-Satterthwaite degrees of freedom (``scipy.stats.t``), one-sided."""
+    a, b, c = cell(a), cell(b), cell(c)
+    sc, sb = math.copysign(1, a.mean - c.mean), math.copysign(1, a.mean - b.mean)
+    weights = ((sc - sb, a), (sb, b), (-sc, c))  # D = (sc - sb) a + sb b - sc c
+    d = sum(w * x.mean for w, x in weights)
+    parts = [(w * x.std) ** 2 / x.n for w, x in weights if w]
+    se = math.sqrt(sum(parts))
+    if se == 0:
+        return Result("nearer", d, 0.0, float(d <= 0), alpha)
+    df = se ** 4 / sum(p ** 2 / (x.n - 1) for p, (w, x) in zip(parts, [wx for wx in weights if wx[0]]))
+    return Result("nearer", d, se, float(st.t.sf(d / se, df)), alpha)

@@ -1,14 +1,11 @@
 """Paper 002 Table 4 (see :mod:`gatelab.papers.dgn`), and the features of it a reduced scale can test.
 
-Experiment 7's text: "For moderately high values of β we obtain generalisation performance of 72% which
-is comparable to what we obtain for DNNs ... with standard ReLU activation"; its table: test accuracy
-rises with β at a fixed ε (59, 68, 72 at β = 1, 4, 16, ε = 0.1) and the deep linear network is far
-below ReLU (39 against 71). :data:`CLAIMS` tests these on each network's per-seed best test accuracy by
-the rule of Table 2's claims (:mod:`gatelab.papers.npf.claims`: A > B when the difference of means
-exceeds 2 s.e., Welch; A ≈ B when it is within 2 s.e.), each beside a negative control it must reject:
-an ordering, the same two networks untrained (their initialisation, no step: no order to find); the
-likeness, ReLU ≈ DLN (the table's widest gap). The paper gives no std, so its own rows cannot be
-tested. A network still learning at its end (:data:`gatelab.papers.npf.claims.STILL`) leaves no verdict.
+Experiment 7's text ("for moderately high values of β ... comparable to ... standard ReLU") and its table
+(test accuracy rises with β at ε = 0.1; the deep linear network far below ReLU) are declared as claims in
+``dgn/claims.yaml`` and judged by :mod:`gatelab.papers.claims` on each network's per-seed best test
+accuracy, each beside its control: an ordering, the same two networks untrained (no order either way); the
+likeness (TOST, ±2 points), ReLU ≈ DLN, which must not be equivalent. The paper gives no std, so its own rows
+cannot be tested. A network still learning at its end (:data:`gatelab.papers.claims.STILL`) leaves no verdict.
 """
 from __future__ import annotations
 
@@ -17,8 +14,7 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import report
-from gatelab.papers.npf import claims
+from gatelab.papers import claims, report
 
 
 # ---- Table 4 ----
@@ -36,14 +32,7 @@ def _table4_key(r: report.Run):
     return (r.regime, None, None)
 
 
-def _soft(beta: float, eps: float = 0.1) -> tuple:
-    return ("soft_relu", float(beta), eps)
-
-
-RELU, DLN = ("relu", None, None), ("dln", None, None)
-# (kind, a, b) as in gatelab.papers.npf.claims: "above" a > b, "same" a ≈ b (networks as PAPER_TABLE4's keys)
-CLAIMS = [("above", _soft(4), _soft(1)), ("above", _soft(16), _soft(1)), ("above", RELU, DLN), ("same", _soft(16), RELU)]
-SAME_CONTROL = (RELU, DLN)  # the likeness test must reject the table's widest gap
+ITEM = "Table 4 (experiment 7)"  # the item of dgn/claims.yaml's Table 4 claims
 
 
 def _name(key: tuple) -> str:
@@ -51,7 +40,9 @@ def _name(key: tuple) -> str:
 
 
 def _claimed() -> set:
-    return {k for _, a, b in CLAIMS for k in (a, b)}
+    """The networks a declared Table 4 claim reads (their untrained values are its controls)."""
+    cells = {x for c in claims.of_item(claims.paper_claims("dgn"), ITEM) for x in c.cells}
+    return {k for k in PAPER_TABLE4 if _cell(k) in cells}
 
 
 def table4(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: int = 1,
@@ -82,34 +73,32 @@ def table4(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
     return df
 
 
+def _cell(key: tuple) -> str:
+    """A network's name in dgn/claims.yaml: dln, relu, beta<b> (soft-ReLU at ε = 0.1)."""
+    return key[0] if key[1] is None else f"beta{key[1]:g}" if key[2] == 0.1 else f"beta{key[1]:g}-eps{key[2]:g}"
+
+
 def feature_tests(df: pd.DataFrame) -> tuple[str, str]:
-    """(verdict word, sentence) of :data:`CLAIMS` on a table4 frame: ``agrees`` / ``differs`` / ``no
-    evidence`` (:func:`gatelab.papers.npf.claims.summary`), ``still learning`` when a network named rose
-    by :data:`~gatelab.papers.npf.claims.STILL` points or more over its last fifth (the tests shown all the
-    same), ``no result`` without 2 seeds of each network named or without the untrained controls."""
-    lines = {(line["regime"], None if pd.isna(line["beta"]) else float(line["beta"]),
-              None if pd.isna(line["eps"]) else float(line["eps"])): line for _, line in df.iterrows()}
-    need = sorted(_claimed(), key=str)
-    short = [_name(k) for k in need if k not in lines or lines[k]["n"] < 2]
+    """(verdict word, sentence) of Table 4's declared claims (``dgn/claims.yaml``, judged by
+    :mod:`gatelab.papers.claims`) on a table4 frame: ``agrees`` / ``differs`` / ``no evidence``, ``still
+    learning`` when a network named rose by :data:`~gatelab.papers.claims.STILL` points or more over its last
+    fifth (the tests shown all the same), ``no result`` without 2 seeds of each network named or without the
+    untrained controls."""
+    lines = {_cell((line["regime"], None if pd.isna(line["beta"]) else float(line["beta"]),
+                    None if pd.isna(line["eps"]) else float(line["eps"]))): line for _, line in df.iterrows()}
+    declared = claims.of_item(claims.paper_claims("dgn"), ITEM)
+    need = sorted({x for c in declared for x in (*c.cells, *(c.control.cells if c.control else ()))})
+    names = {_cell(k): _name(k) for k in PAPER_TABLE4}
+    short = [names.get(k, k) for k in need if k not in lines or lines[k]["n"] < 2]
     if short:
         return "no result", f"2 or more seeds of each network tested; short: {', '.join(short)}"
     trained = {k: list(report.per_seed(lines[k]).values()) for k in need}
     untrained = {k: list(report.per_seed(lines[k], "untrained_per_seed").values()) if "untrained_per_seed" in lines[k]
                  else [] for k in need}
-    if any(len(v) < 2 for v in untrained.values()):
+    if any(len(untrained[x]) < 2 for c in declared if c.control and c.control.untrained for x in c.cells):
         return "no result", "the untrained controls are missing: render the report with them (the default)"
-    tests = []
-    for kind, a, b in CLAIMS:
-        claim = claims.test(kind, trained[a], trained[b], (_name(a), _name(b)))
-        if kind == "above":
-            control = claims.test("above", untrained[a], untrained[b], (f"{_name(a)} untrained", f"{_name(b)} untrained"))
-        else:
-            ca, cb = SAME_CONTROL
-            control = claims.test("same", trained[ca], trained[cb], (_name(ca), _name(cb)))
-        tests.append((claim, control, None))
-    word, text = claims.summary(tests)
-    rises = {_name(k): lines[k].get("rise_last_fifth") for k in need}
-    rising = [f"{n} +{x:.2f}" for n, x in rises.items() if x is not None and not pd.isna(x) and x >= claims.STILL]
+    word, text = claims.summary(claims.judge(declared, trained, untrained, names=names))
+    rising = claims.still_learning({k: lines[k].get("rise_last_fifth") for k in need}, names)
     if rising:
         return "still learning", (f"no verdict: mean best-so-far still rising over the last fifth of the epochs "
                                   f"({', '.join(rising)} points; {claims.STILL:g} or more is still learning); the tests "
@@ -132,10 +121,11 @@ def render_table4_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
                    f"{line['paper_test']:.2f} | {report.signed(line['diff_test'])} | {line['n']} |")
     word, text = feature_tests(df)
     out += ["", "## What the paper states, tested", "",
-            "Test accuracy rises with β at ε=0.1 (β=4 and β=16 above β=1), ReLU above the deep linear network, and "
-            "β=16 comparable to ReLU; A > B holds when the difference of the seeds' means exceeds 2 s.e. (Welch), "
-            "A ≈ B when it is within 2 s.e. Controls: each ordering on the same nets untrained, and ReLU ≈ DLN, must "
-            "be rejected (docs/reproducing.md).", "",
+            "The claims declared in `src/gatelab/papers/dgn/claims.yaml`: test accuracy rises with β at ε=0.1 (β=4 "
+            "and β=16 above β=1), ReLU above the deep linear network, and β=16 comparable to ReLU (within ±2 points). "
+            "A > B: one-sided Welch test; A ≈ B: TOST; Holm's correction over the four. Controls: each ordering on the "
+            "same nets untrained must show no difference either way, and ReLU ≈ DLN must not be equivalent "
+            "(docs/reproducing.md).", "",
             f"**{word}**: {text}"]
     out += ["", "## Provenance", *report.provenance(runs, command, scales)]
     out += report.not_counted([(line["network"], line["excluded"]) for _, line in df.iterrows() if line["excluded"]],

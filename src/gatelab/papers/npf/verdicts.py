@@ -7,13 +7,13 @@ from typing import Optional
 
 from omegaconf import OmegaConf
 
-from gatelab.papers import report
+from gatelab.papers import claims, report, stats
 from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
-from gatelab.papers.npf import claims
 from gatelab.papers.npf.figure3 import runs_in
 from gatelab.papers.npf.table2 import PAPER_TABLE2, REGIME_TITLES, gap, per_seed
 
 CONF = Path(__file__).resolve().parents[4] / "conf" / "experiment"
+NAMES = {"relu": "ReLU", "frnpf_ii": "FRNPF-II", "frnpf_di": "FRNPF-DI", "dlnpf": "DLNPF", "flnpf": "FLNPF"}
 GPU = "needs a GPU: `make table2` (`python -m gatelab reproduce table2 --dry-run` prices it)"
 
 
@@ -62,18 +62,23 @@ def _number(x) -> Optional[float]:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
+T2 = "Table 2: CIFAR-10 rows"  # the item of npf/claims.yaml's Table 2 claims
+
+
 def conv_claims(df) -> list[tuple[str, str, str]]:
-    """(row, verdict word, sentence) of Table 2's stated claims (:mod:`gatelab.papers.npf.claims`) on each
-    CIFAR-10 row of ``df`` whose five regimes have at least 2 seeds."""
+    """(row, verdict word, sentence) of Table 2's declared claims (``npf/claims.yaml``, judged by
+    :mod:`gatelab.papers.claims`) on each CIFAR-10 row of ``df`` whose five regimes have at least 2 seeds."""
     out = []
+    declared = claims.paper_claims("npf")
     for (arch, opt), rows in df[df.arch.isin(["vconv", "gconv"]) & (df.n > 1)].groupby(["arch", "optimizer"]):
         seeds = {line["regime"]: list(per_seed(line).values()) for _, line in rows.iterrows()}
-        tests = claims.row_claims(seeds, PAPER_TABLE2.get((arch, opt, "cifar10")))
-        if len(tests) != len(claims.CLAIMS):
+        if set(seeds) != set(REGIME_TITLES):
             continue
+        paper = {r: stats.Cell.published(*ms) for r, ms in PAPER_TABLE2.get((arch, opt, "cifar10"), {}).items()}
+        judged = claims.judge(claims.of_item(declared, T2, f"{arch}/{opt}"), seeds, paper=paper, names=NAMES)
         rising = claims.still_learning({line["regime"]: _number(line.get("rise_last_fifth"))
-                                        for _, line in rows.iterrows()})
-        word, text = claims.summary(tests)
+                                        for _, line in rows.iterrows()}, NAMES)
+        word, text = claims.summary(judged)
         if rising:  # no verdict on nets still learning; the tests are shown all the same
             word, text = "still learning", (f"no verdict: mean best-so-far still rising over the last fifth of the "
                                             f"epochs ({', '.join(rising)} points; {claims.STILL:g} or more is still "
@@ -123,7 +128,7 @@ def table2_conv(root: Path) -> Row:
     else:
         verdict = report.tally(vs) if scale == "paper" else f"not comparable at the {scale} scale ({report.tally(vs)})"
     return Row(scale, rel, runs_of(root, f"{rel}/table2.md"), ours, "Table 2, CIFAR-10 rows", verdict,
-               "" if scale == "paper" else GPU)
+               "" if scale == "paper" else GPU, results=f"{rel}/table2.csv" if found else "")
 
 
 def figure3_left(root: Path) -> Row:
@@ -140,12 +145,12 @@ def figure3_left(root: Path) -> Row:
     end = "" if scale == "paper" else "; not comparable number for number"
     if n >= 2 and "flnpf_untrained_acc" in df:
         first, last = (df[df.stage == k].sort_values("seed") for k in (df.stage.min(), df.stage.max()))
-        rise = claims.test("above", last.flnpf_best_test_acc, first.flnpf_best_test_acc, (f"stage {len(epochs)}", "stage 1"))
-        ctl = claims.test("above", last.flnpf_untrained_acc, first.flnpf_untrained_acc, ("untrained", "untrained"))
-        words = f"Δ {rise.diff:+.2f} ± {rise.se:.2f} s.e.; control, the same nets untrained: Δ {ctl.diff:+.2f} ± {ctl.se:.2f} s.e."
-        feature = f"FLNPF's last stage above its first by 2 s.e. over {n} seeds"
-        verdict = (f"qualitative: no evidence (test: {feature}; {words}, not rejected)" if ctl.holds else
-                   qualitative(rise.holds, f"{feature}; {words}, rejected")) + end
+        judged = claims.judge(claims.of_item(claims.paper_claims("npf"), "Fig 3 left"),
+                              {"last": list(last.flnpf_best_test_acc), "first": list(first.flnpf_best_test_acc)},
+                              {"last": list(last.flnpf_untrained_acc), "first": list(first.flnpf_untrained_acc)},
+                              names={"last": f"stage {len(epochs)}", "first": "stage 1"})
+        word, text = claims.summary(judged)
+        verdict = f"qualitative: {word} (test over {n} seeds: {text})" + end
     else:
         rises = accs[-1] > accs[0] and all(b >= a - 0.5 for a, b in zip(accs, accs[1:]))
         verdict = qualitative(rises, "FLNPF accuracy rises with the stage") + end
@@ -153,7 +158,8 @@ def figure3_left(root: Path) -> Row:
                f"FLNPF {accs[0]:.1f} → {accs[-1]:.1f} over stages {epochs[0]}..{epochs[-1]}" + (" (mean)" if n > 1 else "")
                + f" (ReLU best {df.relu_best_test_acc.mean():.1f})",
                "rises from about 72% to the ReLU level", verdict,
-               "" if scale == "paper" else "paper scale needs a GPU: `make figure3 FIG_SCALE=paper`")
+               "" if scale == "paper" else "paper scale needs a GPU: `make figure3 FIG_SCALE=paper`",
+               results=f"{rel}/figure3_left.csv" if n >= 2 and "flnpf_untrained_acc" in df else "")
 
 
 def figure3_middle(root: Path) -> Row:

@@ -1,0 +1,212 @@
+"""Claims declared as data, and the one interpreter that judges them (issue #47).
+
+Each paper declares what its tables and figures claim in ``gatelab/papers/<paper>/claims.yaml``: per claim
+its id, the page item, the seed's words and where they stand, its kind, the cells it reads, its control and
+what the control must show, its margin with the reason, the fewest seeds, and the rows it is stated for.
+This module reads them (:func:`load`) and judges them by one rule per kind (:mod:`gatelab.papers.stats`;
+docs/reproducing.md "One rule per kind"). A fifth paper adds a claims file and touches no code here.
+
+Kinds:
+- ``ordering`` (cells A, B): A > B, one-sided Welch.
+- ``equivalence`` (A, B, ``margin``): |A - B| < margin, TOST. Absence of a difference is not equivalence.
+- ``nearer`` (A, B, C): A nearer B than C by distance, a one-sided Welch contrast.
+- ``identity``: an equation checked by the test suite; shown, never counted.
+
+Controls: ``must: no_difference`` (an ordering's or a nearness's: two-sided Welch on the control pair, or on
+the claim's own cells untrained with ``untrained: true``; it behaves only when no difference shows in either
+direction) or ``must: differ`` (an equivalence's: the control pair must not be equivalent within the same
+margin). A claim whose control misbehaves gives "no evidence". The claims of one item and row are corrected
+together (Holm). Where the paper's own mean ± std is at hand the claim is also tested on it (the positive
+control): a claim its own numbers do not pass is shown and not counted.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from gatelab.papers import stats
+
+KINDS = ("ordering", "equivalence", "nearer", "identity")
+MUSTS = ("no_difference", "differ")
+STILL = 1.0  # points a cell's mean best-so-far may still rise over its last fifth of epochs: more is "still learning"
+
+
+@dataclass(frozen=True)
+class Control:
+    must: str  # no_difference | differ
+    cells: tuple = ()  # the control pair; empty with untrained: the claim's own cells, untrained
+    untrained: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    item: str  # the page's item ("Table 2")
+    words: str  # the seed's words
+    where: str  # the section or line they stand in
+    kind: str
+    cells: tuple
+    control: Optional[Control] = None
+    margin: Optional[float] = None  # equivalence: points of accuracy
+    why: str = ""  # the reason for the margin (or the cells)
+    min_seeds: int = 2
+    rows: tuple = ()  # the rows it is stated for ("gconv/adam"); empty: every row of its item
+
+
+def _claim(d: dict, source: Path) -> Claim:
+    ctl = d.get("control")
+    c = Claim(id=str(d["id"]), item=str(d["item"]), words=str(d["words"]), where=str(d["where"]), kind=str(d["kind"]),
+              cells=tuple(d.get("cells") or ()), margin=d.get("margin"), why=str(d.get("why", "")),
+              min_seeds=int(d.get("min_seeds", 2)), rows=tuple(d.get("rows") or ()),
+              control=Control(str(ctl["must"]), tuple(ctl.get("cells") or ()), bool(ctl.get("untrained", False)))
+              if ctl else None)
+    need = {"ordering": 2, "equivalence": 2, "nearer": 3, "identity": 0}
+    if c.kind not in KINDS:
+        raise ValueError(f"{source}: claim {c.id}: kind {c.kind!r} is not one of {', '.join(KINDS)}")
+    if len(c.cells) != need[c.kind]:
+        raise ValueError(f"{source}: claim {c.id}: a {c.kind} reads {need[c.kind]} cells, got {list(c.cells)}")
+    if c.kind == "equivalence" and not (c.margin and c.why):
+        raise ValueError(f"{source}: claim {c.id}: an equivalence needs a margin and the reason for it")
+    if c.control and (c.control.must not in MUSTS or (not c.control.untrained and len(c.control.cells) != 2)):
+        raise ValueError(f"{source}: claim {c.id}: a control must be {' or '.join(MUSTS)} on two cells or untrained")
+    return c
+
+
+def load(path: Path) -> list[Claim]:
+    """The claims of one ``claims.yaml`` (checked: kinds, cells, margins with reasons, controls, unique ids)."""
+    claims = [_claim(d, path) for d in yaml.safe_load(Path(path).read_text()) or []]
+    ids = [c.id for c in claims]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: claim ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return claims
+
+
+def paper_claims(package: str) -> list[Claim]:
+    """The claims of one paper's package (``npf``, ``dgn``, ...)."""
+    return load(Path(__file__).resolve().parent / package / "claims.yaml")
+
+
+PAPERS = ("npf", "dgn")  # the packages with a claims.yaml
+
+
+def declared_for(item: str) -> tuple[Optional[Path], list[str]]:
+    """(the claims file, the ids) of the counted claims declared for page item ``item``; (None, []) if none."""
+    for package in PAPERS:
+        path = Path(__file__).resolve().parent / package / "claims.yaml"
+        ids = [c.id for c in load(path) if c.item == item and c.kind != "identity"]
+        if ids:
+            return path, ids
+    return None, []
+
+
+def of_item(claims: list[Claim], item: str, row: str = "") -> list[Claim]:
+    """The counted claims (not identities) of ``item`` stated for ``row`` (all rows when a claim names none)."""
+    return [c for c in claims if c.item == item and c.kind != "identity" and (not c.rows or row in c.rows)]
+
+
+@dataclass
+class Judged:
+    claim: Claim
+    test: stats.Result
+    holds: bool = False  # after Holm's correction over the item's claims
+    p_holm: float = math.nan
+    control: Optional[stats.Result] = None
+    control_ok: Optional[bool] = None  # None: no control declared
+    paper_holds: Optional[bool] = None  # None: no published numbers to test it on
+    names: dict = field(default_factory=dict)
+
+    def what(self) -> str:
+        n = [self.names.get(x, x) for x in self.claim.cells]
+        return {"ordering": lambda: f"{n[0]} > {n[1]}", "nearer": lambda: f"{n[0]} nearer {n[1]} than {n[2]}",
+                "equivalence": lambda: f"{n[0]} ≈ {n[1]} (±{self.claim.margin:g})"}[self.claim.kind]()
+
+    def text(self) -> str:
+        t = self.test
+        return (f"{self.what()}: Δ {t.diff:+.2f} ± {t.se:.2f} s.e., p {t.p:.3f} (Holm {self.p_holm:.3f}) "
+                f"({'holds' if self.holds else 'does not hold'})")
+
+    def control_text(self) -> str:
+        if self.control is None:
+            return ""
+        c, cl = self.control, self.claim.control
+        pair = " untrained" if cl.untrained else ""
+        cells = [self.names.get(x, x) for x in (self.claim.cells[:2] if cl.untrained else cl.cells)]
+        need = "no difference either way" if cl.must == "no_difference" else "not equivalent"
+        return (f"{cells[0]} vs {cells[1]}{pair} (needs {need}): Δ {c.diff:+.2f} ± {c.se:.2f} s.e., p {c.p:.3f} "
+                f"({'behaves' if self.control_ok else 'MISBEHAVES'})")
+
+
+def _n(x) -> int:
+    """Runs in a cell: per-seed values or a :class:`~gatelab.papers.stats.Cell` (mean, std, n)."""
+    return 0 if x is None else x.n if isinstance(x, stats.Cell) else len(x)
+
+
+def _test(kind: str, cells: list, margin: Optional[float]) -> stats.Result:
+    if kind == "ordering":
+        return stats.above(*cells)
+    if kind == "equivalence":
+        return stats.equivalent(*cells, margin=float(margin))
+    return stats.nearer(*cells)
+
+
+def _control(c: Claim, data: dict, untrained: dict) -> tuple[Optional[stats.Result], Optional[bool]]:
+    if c.control is None:
+        return None, None
+    src, pair = (untrained, c.cells[:2]) if c.control.untrained else (data, c.control.cells)
+    if any(_n(src.get(x)) < 2 for x in pair):
+        return None, None
+    if c.control.must == "no_difference":
+        r = stats.no_difference(src[pair[0]], src[pair[1]])
+    else:
+        r = stats.equivalent(src[pair[0]], src[pair[1]], margin=float(c.margin))
+    return r, not r.rejects
+
+
+def judge(claims: list[Claim], data: dict, untrained: Optional[dict] = None, paper: Optional[dict] = None,
+          names: Optional[dict] = None) -> list[Judged]:
+    """Judge ``claims`` (one item and row) on ``data`` {cell: per-seed values}; ``untrained``: {cell: values of the
+    same nets untrained} for untrained controls; ``paper``: {cell: stats.Cell} published. A claim with fewer than
+    its ``min_seeds`` in a cell it reads is left out. Holm's correction runs over the claims judged."""
+    untrained, names = untrained or {}, names or {}
+    out = []
+    for c in claims:
+        if any(_n(data.get(x)) < max(2, c.min_seeds) for x in c.cells):
+            continue
+        j = Judged(c, _test(c.kind, [data[x] for x in c.cells], c.margin), names=names)
+        j.control, j.control_ok = _control(c, data, untrained)
+        if paper and all(x in paper for x in c.cells):
+            j.paper_holds = _test(c.kind, [paper[x] for x in c.cells], c.margin).rejects
+        out.append(j)
+    for j, p in zip(out, stats.holm([j.test.p for j in out])):
+        j.p_holm, j.holds = p, p < j.test.alpha
+    return out
+
+
+def summary(judged: list[Judged]) -> tuple[str, str]:
+    """(word, sentence): ``agrees`` when every counted claim holds and every control behaves, ``differs`` when one
+    fails with the controls behaving, ``no evidence`` when a control misbehaves or is missing, ``no result`` when
+    nothing was judged. Counted: claims the paper's own numbers pass (or that have none to test)."""
+    counted = [j for j in judged if j.paper_holds is not False]
+    unbacked = [j.what() for j in judged if j.paper_holds is False]
+    if not counted:
+        return "no result", "nothing judged" + (f"; not counted, the paper's own numbers fail: {'; '.join(unbacked)}"
+                                                if unbacked else "")
+    blind = [j for j in counted if j.claim.control and not j.control_ok]
+    held = sum(j.holds for j in counted)
+    word = "no evidence" if blind else ("agrees" if held == len(counted) else "differs")
+    failed = [j.text() for j in counted if not j.holds]
+    controls = "; ".join(dict.fromkeys(j.control_text() if j.control else f"{j.what()}: control missing"
+                                       for j in counted if j.claim.control))
+    return word, (f"{held} of {len(counted)} claims hold (Welch/TOST, Holm)" +
+                  (f" (not: {'; '.join(failed)})" if failed else "") + (f"; controls: {controls}" if controls else "") +
+                  (f"; not counted, the paper's own numbers fail it: {'; '.join(unbacked)}" if unbacked else ""))
+
+
+def still_learning(rises: dict, names: Optional[dict] = None) -> list[str]:
+    """The cells (cell -> points its mean best-so-far rose over the last fifth of the epochs) still learning."""
+    names = names or {}
+    return [f"{names.get(r, r)} +{x:.2f}" for r, x in rises.items() if x is not None and x == x and x >= STILL]
