@@ -83,3 +83,14 @@ def test_the_toy_fig5c_row_is_judged_by_the_one_rule_at_its_own_scale():
     assert verdicts._fig5c(summary(0.2)).verdict.startswith("qualitative: differs")
     old = {k: v for k, v in summary(0.0).items() if k != "fig5c_gap_se"}
     assert verdicts._fig5c(old).verdict == "not judged"
+
+
+def test_a_verdict_the_tolerances_own_precision_would_flip_is_borderline():
+    """Issue #47: the paper's value read within ±0.05 (READ_WITHIN), itself known to ±0.02 (READ_PRECISION): a
+    verdict that differs at ±0.03 and ±0.07 is borderline, named, not agreement or difference."""
+    def t(lo, hi):
+        return th.Threshold((lo + hi) / 2, False, lo, hi, 0.1, 0.9, 3)
+    assert t(0.46, 0.50).verdict(0.40) == "borderline"  # 0.40 lies within 0.07 of 0.46, not within 0.03
+    assert t(0.50, 0.55).verdict(0.40) == "differs"  # beyond even ±0.07
+    assert t(0.38, 0.45).verdict(0.40) == "agrees"  # inside the interval itself
+    assert th.verdict_text("borderline", "[0.46, 0.50]").startswith("borderline (test:")

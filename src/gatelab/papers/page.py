@@ -110,6 +110,8 @@ def outcome(r: Row) -> str:
         return {"none": "not run", "n/a": "n/a"}[r.scale]
     if r.registration is not None and r.registration.after:
         return "rule after results"
+    if r.verdict.startswith("borderline"):  # within only by the 0.5 floor, or at the edge of a tolerance
+        return "borderline"
     if r.verdict.startswith(("not comparable", "qualitative: no evidence")):  # a control not rejected: no evidence
         return "not comparable"
     tallies = re.findall(r"(\d+) of (\d+) within", r.verdict)
@@ -189,6 +191,8 @@ def render(root: Path = REPORTS, got=None) -> str:
            f"{sum(outcome(r) == 'not comparable' for r in with_result)} are not comparable at their scale (a tally "
            "such as \"8 of 10 within\" agrees only when whole; a reduced-scale result is not compared number for "
            "number, though its feature may be), "
+           f"{sum(outcome(r) == 'borderline' for r in with_result)} are borderline (every cell within, some only by the "
+           "0.5 floor, or a threshold verdict that a change of its tolerance within its stated precision would flip), "
            f"{sum(outcome(r) == 'rule after results' for r in with_result)} are judged by claims declared after their "
            "results (**rule after results**: shown, not counted; a claim is committed before the results it judges, "
            "`src/gatelab/papers/<paper>/claims.yaml`, checked against git).", ""]

@@ -242,9 +242,12 @@ def verdict(ours: float, paper: float, paper_std: float = math.nan, digits: int 
 
 
 def tally(verdicts: Iterable[Verdict]) -> str:
-    """``8 of 10 within`` over the verdicts that have a result."""
+    """``8 of 10 within`` over the verdicts that have a result, and how many of them only by the floor (more than 2
+    paper-std away); every one within, some only by the floor: ``borderline: ...`` (the floor decided it)."""
     vs = [v for v in verdicts if v.word != "no result"]
-    return f"{sum(v.word == 'within' for v in vs)} of {len(vs)} within"
+    within, floor = sum(v.word == "within" for v in vs), sum(v.text.startswith("within by the") for v in vs)
+    text = f"{within} of {len(vs)} within" + (f", {floor} only by the {FLAG_FLOOR} floor" if floor else "")
+    return ("borderline: " if floor and within == len(vs) else "") + text
 
 
 def signed(value: float) -> str:

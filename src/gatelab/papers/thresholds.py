@@ -25,6 +25,7 @@ import numpy as np
 
 LEVEL = 1.0  # percentage points of test error: the effect size, fixed in advance
 READ_WITHIN = 0.05  # K/M: the paper's "≈0.40" is read off a figure whose K grid steps by 0.1 (M=20, 40)
+READ_PRECISION = 0.02  # K/M: how well READ_WITHIN itself is known; a verdict that flips within it is "borderline"
 DECIDES_WITHIN = 0.2  # K/M: a wider interval (two K steps of M=20) cannot tell the paper's value from others
 DRAWS = 4000
 CONFIDENCE = 0.95
@@ -100,12 +101,17 @@ class Threshold:
         the first point: the interval reaches below the sweep)."""
         return math.inf if self.open_below or math.isinf(self.hi) else self.hi - self.lo
 
-    def verdict(self, paper: float) -> str:
+    def verdict(self, paper: float, within: float = READ_WITHIN) -> str:
         """``agrees``, ``differs`` or ``no evidence`` (see the module's rule); ``no result`` without an
-        interval (a sweep of one point)."""
+        interval (a sweep of one point); ``borderline`` when the verdicts at ``within`` ± :data:`READ_PRECISION`
+        differ (issue #47: the tolerance's own precision decides it)."""
         if math.isnan(self.lo):
             return "no result"
-        if not self.holds(paper):
+        edges = {self._verdict(paper, within + d) for d in (-READ_PRECISION, READ_PRECISION)}
+        return "borderline" if len(edges) > 1 else self._verdict(paper, within)
+
+    def _verdict(self, paper: float, within: float) -> str:
+        if not self.holds(paper, within):
             return "differs"
         return "agrees" if self.width() <= DECIDES_WITHIN else "no evidence"
 
@@ -157,4 +163,7 @@ def verdict_text(verdict: str, interval: str) -> str:
     test = f"the paper's value in the interval ± {READ_WITHIN:g}, the interval no wider than {DECIDES_WITHIN:g}"
     if verdict == "no evidence":
         return f"qualitative: no evidence (test: {test}; the interval {interval} is wider: more seeds narrow it)"
+    if verdict == "borderline":
+        return (f"borderline (test: {test}; the interval {interval} gives another verdict at ± "
+                f"{READ_WITHIN - READ_PRECISION:g} than at ± {READ_WITHIN + READ_PRECISION:g})")
     return f"qualitative: {verdict} (test: {test})"
