@@ -97,8 +97,21 @@ def problem(argv: list[str]) -> Optional[str]:
     try:
         cfg = compose(first_point(overrides))
     except Exception as e:  # noqa: BLE001 - Hydra and OmegaConf raise many kinds; the user gets one line
-        return _unset_parent(overrides) or f"the config does not compose: {str(e).splitlines()[0]}"
+        return _unset_parent(overrides) or f"the config does not compose: {_reason(e)}"
     return unwritable(str(cfg.out_root))
+
+
+def _reason(e: BaseException) -> str:
+    """The first line of a composition error, with the allowed values where OmegaConf's cause names them
+    (``precision=fp16``: "Invalid value 'fp16', expected one of [fp32, tf32, bf16, auto]")."""
+    first = str(e).splitlines()[0]
+    cause = e.__cause__ or e.__context__
+    while cause is not None:
+        text = str(cause).splitlines()[0] if str(cause) else ""
+        if "expected one of" in text or "Invalid value" in text:
+            return f"{first}: {text}"
+        cause = cause.__cause__ or cause.__context__
+    return first
 
 
 def _unset_parent(overrides: list[str]) -> Optional[str]:

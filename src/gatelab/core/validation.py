@@ -140,6 +140,9 @@ def _check_training(cfg: Any) -> None:
     if cfg.seeds is not None:
         if len(cfg.seeds) == 0 or len(set(cfg.seeds)) != len(cfg.seeds):
             raise ConfigError(f"seeds={list(cfg.seeds)} must be a non-empty list without duplicates")
+    if cfg.get("threads") is not None and cfg.threads < 1:
+        raise ConfigError(f"threads={cfg.threads}: give 1 or more, or leave it unset for torch's default "
+                          f"({torch_threads()} here)")
         if cfg.run_dir:
             raise ConfigError("seeds=[...] writes each seed to its own run directory; run_dir cannot be set")
     if cfg.compile is not None and cfg.compile not in COMPILE_MODES:
@@ -168,6 +171,11 @@ def _check_training(cfg: Any) -> None:
     elif imp is not None and imp.round:
         raise ConfigError(f"imp.round={imp.round} needs imp.sparsity")
 
+
+
+def torch_threads() -> int:
+    import torch
+    return torch.get_num_threads()
 
 
 def plain_list(v: Any) -> Any:

@@ -103,8 +103,9 @@ def load_resnet20(root: Path, name: str = RESNET20_FILE) -> ResNet20:
             "(data.root or $GATELAB_DATA, e.g. ../shared/data), or train one with `make routing-backbone` "
             "(GPU: about 200 epochs of ResNet-20) and set dataset.routing.backbone to its file name")
     digest, want = sha256(path), expected_sha256(path)
-    if digest != want:
-        raise ValueError(f"{path} has sha256 {digest}, expected {want}")
+    if digest != want:  # a truncated download, or another file under the name
+        raise FileNotFoundError(f"{path} has sha256 {digest[:12]}..., expected {want[:12]}...: the file is corrupt or "
+                                "another one; fetch it again (see the data root's README) or point data.root at a good copy")
     state = torch.load(path, map_location="cpu", weights_only=False)
     state = state.get("state_dict", state)
     net = ResNet20()

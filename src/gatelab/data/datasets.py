@@ -92,11 +92,39 @@ def check_available(source: str, root: Optional[str] = None, download: bool = Tr
     """Make sure ``<root>/<source>.npz`` is there before anything trains: download it now if allowed,
     else raise :class:`DataNotFoundError`."""
     path = cache_path(source, root)
-    if path.is_file():
-        return
-    if not download:
-        raise DataNotFoundError(_missing_hint(path))
-    _fetch(source, path)
+    if not path.is_file():
+        if not download:
+            raise DataNotFoundError(_missing_hint(path))
+        _fetch(source, path)
+    with _opened(path) as f:  # a truncated or foreign file fails here, in the plan, not at the first epoch
+        _check_keys(path, f)
+
+
+class _opened:
+    """``np.load(path)`` whose failure (a truncated download, another format) is one DataNotFoundError naming the
+    file and what to do."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        import zipfile
+        try:
+            self.f = np.load(self.path)
+            self.f.files  # noqa: B018 - reads the zip's directory: a truncated file fails here
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+            raise DataNotFoundError(f"{self.path} is not a readable .npz ({type(e).__name__}: {e}); delete it and "
+                                    f"fetch it again, or point data.root (or ${ENV_ROOT}) at a good copy") from None
+        return self.f
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def _check_keys(path: Path, f) -> None:
+    missing = [k for k in KEYS if k not in f.files]
+    if missing:
+        raise DataNotFoundError(f"{path} lacks arrays {missing}; expected {', '.join(KEYS)}")
 
 
 def load_arrays(source: str, root: Optional[str] = None, download: bool = True) -> dict:
@@ -106,11 +134,13 @@ def load_arrays(source: str, root: Optional[str] = None, download: bool = True) 
         if not download:
             raise DataNotFoundError(_missing_hint(path))
         _fetch(source, path)
-    with np.load(path) as f:
-        missing = [k for k in KEYS if k not in f.files]
-        if missing:
-            raise DataNotFoundError(f"{path} lacks arrays {missing}; expected {', '.join(KEYS)}")
-        return {k: f[k] for k in KEYS}
+    with _opened(path) as f:
+        _check_keys(path, f)
+        try:
+            return {k: f[k] for k in KEYS}
+        except (ValueError, OSError, EOFError) as e:  # a member cut short: its array does not decompress
+            raise DataNotFoundError(f"{path} is not a readable .npz ({type(e).__name__}: {e}); delete it and fetch "
+                                    f"it again, or point data.root (or ${ENV_ROOT}) at a good copy") from None
 
 
 def first_balanced(y: np.ndarray, n: Optional[int]) -> np.ndarray:

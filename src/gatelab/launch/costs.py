@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Optional
 
 import yaml
 
 from gatelab.core.config import CONF_DIR
+from gatelab.core.results import load_results, skip_note
 
 TABLE = Path(CONF_DIR) / "costs.yaml"
 
@@ -300,7 +302,10 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
     stacks: dict = {}
     for root in roots:
         for path in sorted(Path(root).rglob("results.json")):
-            res = json.loads(path.read_text())
+            res, why = load_results(path)
+            if res is None:  # malformed (truncated, another version): one line, not counted
+                print(skip_note(path, why or "unreadable"), file=sys.stderr)
+                continue
             if res.get("status") != "completed" or "config" not in res:
                 continue
             cfg = OmegaConf.create(res["config"])

@@ -79,6 +79,9 @@ def _entries(cfg) -> list[list[tuple[object, Path]]]:
     seeds = [int(s) for s in cfg.seeds] if cfg.seeds else [int(cfg.seed)]
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds={seeds} lists a seed more than once: the same run would train twice")
+    if cfg.seeds and int(cfg.seed) != 0:
+        raise ConfigError(f"seeds={seeds} and seed={cfg.seed}: seeds wins (it trains seeds {', '.join(map(str, seeds))});"
+                          " give one of the two")
     cfgs = [OmegaConf.merge(base, {"seed": s, "seeds": None}) for s in seeds]
     if cfg.seeds and not machine.stack_seeds(cfg):
         return [[(c, run_dir(c))] for c in cfgs]
@@ -147,7 +150,7 @@ def check(jobs: list[Job]) -> None:
                 trains = d is None or c.force or not _completed(Path(d))
                 if trains and regimes.needs_source(c) and (c.regime.source != "auto"
                                                            or _completed(regimes.relu_source_dir(c))):
-                    regimes.source_path(c)  # an explicit or reused source exists and agrees with its results.json
+                    regimes.check_source(c)  # it exists, agrees with its results.json, is a ReLU net of this arch
                 data_mod.check_available(c.dataset.source, c.data.root, c.data.download)
             except (ConfigError, FileNotFoundError) as e:
                 raise type(e)(f"{e} (job {job.name})") from None

@@ -106,22 +106,35 @@ def source_path(cfg) -> Optional[Path]:
     return path
 
 
-def load_source(cfg, in_shape: tuple, out_dim: int, path: Optional[Path] = None) -> tuple[dict, str]:
-    """State dict of the source ReLU network for FLNPF (``path``, default :func:`source_path`),
-    checked against this run's architecture."""
-    arch = plain(cfg.arch)
-    path = path or source_path(cfg)
-    state = checkpoints.load(path)
-    src_arch, src_regime = state["arch"], state["regime"]
+def check_source_state(cfg, state: dict, path) -> None:
+    """The source checkpoint ``state`` is a ReLU network of this run's architecture, else ConfigError."""
+    arch, src_arch, src_regime = plain(cfg.arch), state["arch"], state["regime"]
     mine = {k: v for k, v in arch.items() if k != "name"}
     theirs = {k: v for k, v in src_arch.items() if k != "name"}
     if mine != theirs:
         raise ConfigError(f"regime.source {path} has architecture {src_arch}, this run has {arch}")
+    if not (src_regime["tied"] and src_regime["gate"] == "hard"):
+        raise ConfigError(f"regime.source {path} is a {src_regime['name']} run; FLNPF copies a ReLU network")
+
+
+def check_source(cfg) -> Optional[Path]:
+    """The plan's check of an FLNPF source before anything trains: it exists (:func:`source_path`), and its
+    checkpoint (read memory-mapped) is a ReLU network of this run's architecture (:func:`check_source_state`)."""
+    path = source_path(cfg)
+    if path is not None:
+        check_source_state(cfg, checkpoints.load(path, peek=True), path)
+    return path
+
+
+def load_source(cfg, in_shape: tuple, out_dim: int, path: Optional[Path] = None) -> tuple[dict, str]:
+    """State dict of the source ReLU network for FLNPF (``path``, default :func:`source_path`),
+    checked against this run's architecture."""
+    path = path or source_path(cfg)
+    state = checkpoints.load(path)
+    check_source_state(cfg, state, path)
     if tuple(state["in_shape"]) != tuple(in_shape) or state["out_dim"] != out_dim:
         raise ConfigError(f"regime.source {path} was trained on inputs {tuple(state['in_shape'])} -> "
                           f"{state['out_dim']} outputs, this run has {tuple(in_shape)} -> {out_dim}")
-    if not (src_regime["tied"] and src_regime["gate"] == "hard"):
-        raise ConfigError(f"regime.source {path} is a {src_regime['name']} run; FLNPF copies a ReLU network")
     sd = state["model"]
     return {k[len("value."):]: v for k, v in sd.items() if k.startswith("value.")}, str(path)
 

@@ -14,6 +14,7 @@ The page also refreshes the generated blocks of the reports' prose (``<!-- gener
 from __future__ import annotations
 
 import argparse
+import sys
 import re
 from pathlib import Path
 from typing import Callable, Optional
@@ -251,11 +252,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gatelab page", description=__doc__.split("\n\n")[0])
     ap.add_argument("--reports", type=Path, default=REPORTS, help="the reports root (default outputs/reports)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page or a block is stale")
-    ap.add_argument("--readme", type=Path, default=Path("README.md"), help="the project README (its table of the papers)")
+    ap.add_argument("--readme", type=Path, default=None,
+                    help="the project README whose table of the papers to refresh (default: ./README.md, and only "
+                         "when --reports is this checkout's outputs/reports)")
     ap.add_argument("--record-run", type=Path, default=None, metavar="RUN_DIR",
                     help="first copy this run's results.json into <reports>/first-run (the README's `python run.py`)")
     ap.add_argument("--record-command", default="python run.py", help="the command that made --record-run's run")
     args = ap.parse_args(argv)
+    if not args.reports.is_dir():
+        print(f"gatelab page: no reports folder {args.reports} (make a table first, e.g. `make table2-quick`)",
+              file=sys.stderr)
+        return 2
+    if args.readme is None and args.reports.resolve() == REPORTS.resolve() and Path("README.md").is_file():
+        args.readme = Path("README.md")  # the checkout's own reports: its README's table follows them
     if args.record_run:
         print("recorded: " + str(record_run(args.record_run, args.reports, args.record_command)))
     stale = write(args.reports, args.check, args.readme)

@@ -98,7 +98,10 @@ def untrained_accuracy(run_path) -> float:
     from gatelab.nets.dgn import stack_models
     from gatelab.nets.regimes import build_model
     from gatelab.training.metrics import evaluate
-    c = json.loads((Path(run_path) / "results.json").read_text())["config"]
+    res, why = load_results(Path(run_path) / RESULTS)
+    if res is None:
+        raise ValueError(skip_note(Path(run_path) / RESULTS, why or "there is none"))
+    c = res["config"]
     cfg = OmegaConf.create(c)
     data = _test_data(json.dumps(c["dataset"], sort_keys=True), json.dumps(c["data"], sort_keys=True))
     model, _ = build_model(cfg, data.in_shape, data.out_dim)

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from gatelab.analyses import neurons
 from gatelab.core import checkpoints
-from gatelab.core.results import LOSS_TRACE, RESULTS
+from gatelab.core.results import LOSS_TRACE, RESULTS, load_results
 from gatelab.data import datasets as data_mod
 from gatelab.papers import report
 
@@ -146,7 +146,8 @@ def loss_curve(run: RaceRun, root: Optional[str] = None) -> pd.DataFrame:
              for t in step_checkpoints(run) if not lo <= t <= hi]
     rows.sort(key=lambda r: r["step"])
     last = max((r["step"] for r in rows), default=-1)
-    hist = json.loads((run.path / RESULTS).read_text())["history"]
+    res, _ = load_results(run.path / RESULTS)  # a run the report scanned as sound; malformed since: no epoch points
+    hist = res["history"] if res else []
     rows += [{"step": h["epoch"] * run.per_epoch, "loss": h["train_loss"], "source": "epoch (running mean)"}
              for h in hist if h["epoch"] * run.per_epoch > last and h["train_loss"] is not None]
     return pd.DataFrame(rows)

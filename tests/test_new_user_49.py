@@ -1,0 +1,131 @@
+"""What a new user still met (issue #49): the page command rewriting the README, a corrupt data file's
+traceback, FLNPF sources checked only when training starts, options accepted without a word, and a results.json
+read around load_results. Each test fails on the code before the fix."""
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, make_cfg, write_tiny_data
+from gatelab.core.config import ConfigError
+from gatelab.data.datasets import DataNotFoundError
+from gatelab.launch import plan
+
+
+def _run(*args, cwd):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, timeout=300,
+                          cwd=cwd)
+
+
+def test_the_page_writes_the_readme_only_for_this_checkouts_reports(tmp_path, monkeypatch):
+    """``page --reports <another folder>`` run from a checkout leaves its README alone; a folder that is not
+    there is one line and exit 2."""
+    from gatelab.papers import page
+    checkout = tmp_path / "checkout"
+    (checkout / "outputs" / "reports").mkdir(parents=True)
+    readme = checkout / "README.md"
+    readme.write_text("# mine\n<!-- generated: papers (python -m gatelab page) -->\nold\n<!-- end: papers -->\n"
+                      "<!-- generated: first-run (python -m gatelab page) -->\nold\n<!-- end: first-run -->\n")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(checkout)
+    before = readme.read_text()
+    assert page.main(["--reports", str(other)]) == 0
+    assert readme.read_text() == before and (other / "README.md").is_file()
+    assert page.main(["--reports", str(tmp_path / "no" / "such")]) == 2
+
+
+@pytest.mark.parametrize("source", ["mnist", "cifar10"])
+def test_a_corrupt_data_file_is_one_line_in_the_plan_and_leaves_nothing(tmp_path, source):
+    root = write_tiny_data(tmp_path / "data")
+    good = (root / f"{source}.npz").read_bytes()
+    (root / f"{source}.npz").write_bytes(good[: len(good) // 2])  # a download cut short
+    arch = ["arch=gconv"] if source == "cifar10" else []
+    cfg = make_cfg([*arch, f"out_root={tmp_path / 'out'}"], root)
+    with pytest.raises(DataNotFoundError, match=rf"{source}.npz is not a readable .npz .*delete it and fetch it again"):
+        plan.check(plan.build(cfg))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_corrupt_data_file_stops_run_py_in_one_line_exit_2(tmp_path):
+    root = write_tiny_data(tmp_path / "data")
+    (root / "mnist.npz").write_bytes((root / "mnist.npz").read_bytes()[:1000])
+    p = _run("epochs=1", f"data.root={root}", cwd=tmp_path)
+    out = (p.stdout + p.stderr).strip()
+    assert p.returncode == 2 and "Traceback" not in out and len(out.splitlines()) == 1, out[-2000:]
+    assert "mnist.npz is not a readable .npz" in out and sorted(x.name for x in tmp_path.iterdir()) == ["data"]
+
+
+def test_a_corrupt_backbone_names_the_file_and_what_to_do(tmp_path):
+    from gatelab.data import backbone
+    (tmp_path / backbone.RESNET20_FILE).write_bytes(b"not a checkpoint")
+    with pytest.raises(FileNotFoundError, match="the file is corrupt or another one; fetch it again"):
+        backbone.load_resnet20(tmp_path)
+
+
+def _trained(tiny_root, out, regime, dense="[16,16,16]"):
+    from gatelab.core.runs import run_dir
+    from gatelab.training.loop import train
+    cfg = make_cfg(["arch=fc", f"arch.dense={dense}", f"regime={regime}", f"out_root={out}"], tiny_root)
+    train(cfg, run_dir(cfg))
+    return run_dir(cfg)
+
+
+@pytest.mark.parametrize("source_regime, dense, words", [("dlnpf", "[16,16,16]", "is a dlnpf run; FLNPF copies a ReLU"),
+                                                         ("relu", "[8,8,8]", "has architecture")])
+def test_flnpfs_source_is_checked_by_the_plan_before_anything_trains(tiny_root, tmp_path, source_regime, dense, words):
+    src = _trained(tiny_root, tmp_path / "src", source_regime, dense)
+    cfg = make_cfg(["arch=fc", "arch.dense=[16,16,16]", "regime=flnpf", f"regime.source={src}",
+                    f"out_root={tmp_path / 'out'}"], tiny_root)
+    with pytest.raises(ConfigError, match=words):
+        plan.check(plan.build(cfg))
+    assert not (tmp_path / "out").exists()
+
+
+def test_seeds_and_seed_together_are_refused_naming_which_wins(tiny_root):
+    with pytest.raises(ConfigError, match=r"seeds=\[0, 1\] and seed=2: seeds wins \(it trains seeds 0, 1\)"):
+        plan.build(make_cfg(["seeds=[0,1]", "seed=2"], tiny_root))
+
+
+def test_threads_zero_is_refused():
+    from gatelab.core.validation import validate
+    with pytest.raises(ConfigError, match="threads=0: give 1 or more, or leave it unset"):
+        validate(make_cfg(["threads=0"]))
+
+
+def test_an_unknown_precision_lists_the_allowed_values():
+    from gatelab.core.commands import problem
+    msg = problem(["precision=fp16"])
+    assert "expected one of [fp32, tf32, bf16, auto]" in msg
+
+
+def test_every_reader_of_results_json_goes_through_load_results():
+    """No module reads a results.json with json.load(s) of its own: a truncated file would be a traceback, not
+    one line (gatelab.core.results.load_results is the one reader)."""
+    offenders = []
+    for path in sorted((ROOT / "src" / "gatelab").rglob("*.py")):
+        if path.name == "results.py" and path.parent.name == "core":
+            continue
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body = ast.unparse(fn)
+            reads = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("load", "loads")
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == "json" for n in ast.walk(fn))
+            if reads and ("results.json" in body or "RESULTS" in body):
+                offenders.append(f"{path.relative_to(ROOT)}::{fn.name}")
+    assert offenders == []
+
+
+def test_costs_skips_a_truncated_results_json_in_one_line(tiny_root, tmp_path, capsys):
+    from gatelab.launch import costs
+    run = _trained(tiny_root, tmp_path / "out", "relu")
+    (run.parent / "seed9-broken").mkdir()
+    (run.parent / "seed9-broken" / "results.json").write_text('{"version": 1, "status": "compl')
+    df = costs.priced_against_measured([tmp_path / "out"], "cpu")
+    assert len(df) == 1 and "seed9-broken" in capsys.readouterr().err
