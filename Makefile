@@ -16,14 +16,15 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 	$(if $(SEEDS),--seeds $(SEEDS)) $(if $(filter 0,$(BATCH)),--no-stack) $(if $(filter 1,$(SGD_SWEEP)),--sgd-sweep) \
 	$(if $(filter 1,$(ROW)),--row) $(if $(filter 1,$(SLURM)),--slurm) $(if $(filter 1,$(DRY)),--dry-run) $(EXTRA)
 
-.PHONY: help install test run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
+.PHONY: help install test test-all run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
 	table2-conv-reduced table2-conv-cpu table4-conv-reduced table4-conv-reduced-grid table4-conv-cpu \
 	races races-quick races-report races-appendix races-drop routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-isolation-decoder routing-report routing-toy routing-features \
 	routing-backbone
 
 help:
 	@echo "make install             pip install -e .[dev]"
-	@echo "make test                the test suite (CPU, tiny generated data)"
+	@echo "make test                the fast suite (CPU, tiny generated data; no subprocess, SLURM or kill tests)"
+	@echo "make test-all            the whole suite (what CI runs)"
 	@echo "make run                 python run.py (MNIST / FC / ReLU / Adam, 10 epochs)"
 	@echo "Paper tables and figures (DRY=1: the plan and its cost; python -m gatelab recipes lists them):"
 	@echo "make table2              Table 2 of paper 001: 6 rows x 5 regimes x 5 seeds, paper code's epochs and step sizes"
@@ -63,6 +64,9 @@ install:
 	$(PYTHON) -m pip install -e ".[dev]"
 
 test:
+	$(PYTHON) -m pytest -q -m "not slow" tests
+
+test-all:
 	$(PYTHON) -m pytest -q tests
 
 run:

@@ -129,3 +129,48 @@ def test_costs_skips_a_truncated_results_json_in_one_line(tiny_root, tmp_path, c
     (run.parent / "seed9-broken" / "results.json").write_text('{"version": 1, "status": "compl')
     df = costs.priced_against_measured([tmp_path / "out"], "cpu")
     assert len(df) == 1 and "seed9-broken" in capsys.readouterr().err
+
+
+def test_a_run_whose_output_is_not_a_terminal_prints_progress_inside_its_epochs(tiny_root, tmp_path, monkeypatch,
+                                                                                caplog):
+    """Without bars (output to a file), a line every TICK seconds inside the epoch: steps, rate, time left."""
+    from gatelab.training import loop
+    monkeypatch.setattr(loop, "TICK", 1e-9)  # every step, instead of every 30 s
+    with caplog.at_level("INFO", logger="gatelab"):
+        loop.train(make_cfg(["arch=fc", "arch.dense=[8]"], tiny_root), tmp_path / "run")
+    lines = [r.getMessage() for r in caplog.records if "steps/s" in r.getMessage()]
+    assert lines and lines[-1].startswith("epoch 1/1: step ") and "left in the epoch" in lines[-1]
+    assert loop.TICK < 1 and 0 < loop.Ticker(1, 1, 8).every  # the default is the module's 30 s
+
+
+def test_reproduce_says_job_k_of_n_and_the_time_left(monkeypatch, capsys):
+    from gatelab.launch import costs, recipes
+
+    class Step:
+        def __init__(self, name):
+            self.job = type("Job", (), {"name": name})()
+
+        def priced(self):
+            return []
+    monkeypatch.setattr(recipes, "_call", lambda argv: 0)
+    monkeypatch.setattr(costs, "price", lambda items, table: {k: 600.0 for k in table})
+    p = recipes.Progress([Step("a"), Step("b")])
+    p.call(p.steps[0], ["x"])
+    p.call(p.steps[1], ["y"])
+    out = capsys.readouterr().out
+    assert "reproduce: job 1 of 2: a" in out and "reproduce: job 2 of 2: b" in out
+    assert "1 of 2 jobs done; about" in out and "2 of 2 jobs done; about 0 s left" in out
+
+
+def test_each_run_records_the_stack_it_trained_in(tiny_root, tmp_path):
+    """Stacked and single runs of a seed share a run key (the settings) but not the bits: results.json says which."""
+    from gatelab.core.runs import seed_run_dirs
+    from gatelab.papers import report
+    from gatelab.training.loop import train, train_seeds
+    over = ["arch=fc", "arch.dense=[8]", f"out_root={tmp_path / 'a'}"]
+    cfg = make_cfg([*over, "seeds=[0,1]"], tiny_root)
+    res = train_seeds(cfg, seed_run_dirs(cfg))
+    assert res[0]["env"]["stack"] == res[1]["env"]["stack"] == ["relu/seed0", "relu/seed1"]
+    alone = train(make_cfg(over, tiny_root), tmp_path / "alone")
+    assert alone["env"]["stack"] == ["relu/seed0"]
+    assert "2 nets stacked" in report._device(res[0]["env"]) and "one net a step" in report._device(alone["env"])

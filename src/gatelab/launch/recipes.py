@@ -287,12 +287,49 @@ def run_local(waves: list[list[Step]], jobs: int = 1) -> list[str]:
     each job is ``python run.py <its overrides>``. Returns the jobs that failed (their dependents
     then fail in one line, naming them); a stopped job's name ends in :data:`STOPPED`."""
     failed = []
+    progress = Progress([s for w in waves for s in w])
     for wave in waves:
         argvs = [[sys.executable, str(RUN_PY), *s.overrides, *(["threads=1"] if jobs > 1 else [])] for s in wave]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            codes = list(pool.map(_call, argvs))
+            codes = list(pool.map(progress.call, wave, argvs))
         failed += [s.job.name + (STOPPED if code in INTERRUPTED else "") for s, code in zip(wave, codes) if code != 0]
     return failed
+
+
+class Progress:
+    """``reproduce``'s own lines between its jobs: job k of N starting, and when one ends, the time left, priced
+    from the plan on this machine's cost entry (:func:`gatelab.launch.costs.for_machine`) and scaled by how the jobs
+    done so far ran against their price."""
+
+    def __init__(self, steps: list):
+        import threading
+        self.steps, self.lock, self.started, self.done = steps, threading.Lock(), 0, []
+        table = costs.load()
+        first = costs.for_machine(table)
+        self.entry = first[0][0] if first else None
+        self.price = {id(s): (costs.price(s.priced(), {self.entry: table[self.entry]})[self.entry] or 0.0)
+                      if self.entry else 0.0 for s in steps}
+
+    def call(self, step, argv: list[str]) -> int:
+        import time
+        with self.lock:
+            self.started += 1
+            print(f"reproduce: job {self.started} of {len(self.steps)}: {step.job.name}", flush=True)
+        t0 = time.time()
+        code = _call(argv)
+        with self.lock:
+            self.done.append((id(step), time.time() - t0))
+            print(f"reproduce: {len(self.done)} of {len(self.steps)} jobs done; {self.left()}", flush=True)
+        return code
+
+    def left(self) -> str:
+        if not self.entry:
+            return "time left not priced (no cost entry for this machine)"
+        done = {i for i, _ in self.done}
+        priced = sum(self.price[i] for i in done)
+        scale = sum(t for _, t in self.done) / priced if priced > 0 else 1.0
+        rest = sum(p for i, p in self.price.items() if i not in done) * scale
+        return f"about {costs.duration(rest)} left (priced on {self.entry}, x{scale:.2f} as measured so far)"
 
 
 INTERRUPTED = (130, 143)  # run.py's exit after Ctrl-C or SIGTERM: progress saved, the runs recorded as interrupted

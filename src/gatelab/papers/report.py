@@ -124,9 +124,13 @@ def _run(path: Path, res: dict) -> Run:
 
 
 def _device(env: dict) -> str:
-    """The device, threads, precision and (where recorded) the CPU's kernels that made a run."""
-    extra = [env.get("precision") or "fp32"] + ([f"CPU kernels {env['cpu_capability']}"]
-                                                if env.get("cpu_capability") and env.get("device") == "cpu" else [])
+    """The device, threads, precision, layout and stacking and (where recorded) the machine's kind or the CPU's
+    kernels that made a run: the path it took (issue #48)."""
+    kind = (env.get("machine") or {}).get("kind")
+    extra = [env.get("precision") or "fp32"] + (["channels_last"] if env.get("channels_last") else []) + \
+        ([f"{len(env['stack'])} nets stacked" if len(env["stack"]) > 1 else "one net a step"] if env.get("stack") else []) + \
+        ([kind] if kind else [f"CPU kernels {env['cpu_capability']}"]
+         if env.get("cpu_capability") and env.get("device") == "cpu" else [])
     return ", ".join([env.get("device_name", "?"), *extra])
 
 

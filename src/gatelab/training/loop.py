@@ -110,7 +110,10 @@ def _train_todo(entries: list) -> list:
         device = resolve_device(cfg.device)
         here = machine.detect(device)
         env = {**environment(device), **precision(cfg, device), "heap_reuse": heap_reuse(cfg.heap_reuse),
-               "channels_last": machine.channels_last(cfg, here), "stacked": len(runs)}
+               "channels_last": machine.channels_last(cfg, here),
+               # the nets trained in one step with this one: a run key names the settings, not the bits (docs/resume.md)
+               "stack": [f"{r.cfg.regime.name}/seed{r.seed}" + (f"/lr{float(r.cfg.optimizer.lr):g}" if r.cfg.get("lrs")
+                                                                  else "") for r in runs]}
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
@@ -343,6 +346,29 @@ def _epoch(st: _Stack, epoch: int, skip: int, partial):
     return metrics, round(time.time() - t0, 3)
 
 
+class Ticker:
+    """Without progress bars (output to a file or a pipe): a line at most every :data:`TICK` seconds inside an epoch,
+    steps done, their rate and the time left in the epoch, so a long CPU epoch is not silent."""
+
+    def __init__(self, epoch: int, epochs: int, total: int, skip: int = 0, every: float = 0.0):
+        self.epoch, self.epochs, self.total, self.skip = epoch, epochs, total, skip
+        self.t0 = self.last = time.time()
+        self.every = every or TICK
+
+    def __call__(self, i: int) -> None:
+        now = time.time()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        rate = (i - 1 - self.skip) / max(now - self.t0, 1e-9)
+        left = (self.total - i + 1) / rate if rate > 0 else float("nan")
+        log.info("epoch %d/%d: step %d/%d, %.2f steps/s, about %.0f s left in the epoch", self.epoch, self.epochs,
+                 i - 1, self.total, rate, left)
+
+
+TICK = 30.0  # seconds between progress lines inside an epoch when the output is not a terminal
+
+
 def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=None, skip: int = 0,
                 after_step=None) -> tuple[torch.Tensor, torch.Tensor]:
     """One epoch of mini-batch steps for the stacked nets, from step ``skip + 1``: per net, the sum
@@ -357,7 +383,10 @@ def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=
     bar = tqdm(data.train.stacked_batches(bs, gens, skip), total=total, initial=skip,
                desc=f"epoch {epoch}/{cfg.epochs}", leave=False, disable=not bars_on(cfg), mininterval=1.0,
                position=1, file=Bars())
+    ticker = None if bars_on(cfg) else Ticker(epoch, int(cfg.epochs), total, skip)
     for i, (xb, yb) in enumerate(bar, skip + 1):
+        if ticker is not None:
+            ticker(i)
         with autocast:
             loss, c = objective(forward(xb).float(), yb, data.task)
         opt.zero_grad(set_to_none=True)
