@@ -174,3 +174,27 @@ def test_each_run_records_the_stack_it_trained_in(tiny_root, tmp_path):
     alone = train(make_cfg(over, tiny_root), tmp_path / "alone")
     assert alone["env"]["stack"] == ["relu/seed0"]
     assert "2 nets stacked" in report._device(res[0]["env"]) and "one net a step" in report._device(alone["env"])
+
+
+def test_deterministic_runs_are_bit_identical_and_record_the_code_that_ran(tiny_root, tmp_path):
+    """Issue #50 §2: deterministic=true (torch's deterministic algorithms, no cuDNN autotuning, cuBLAS's fixed
+    workspace) gives the same bits twice; env records it, whether the tree had uncommitted changes (with a hash of
+    the diff) and the versions of the packages the run used. Not in the run key."""
+    import torch
+    from conftest import same_run
+    from gatelab.core.runs import run_key
+    from gatelab.training.loop import train
+    over = ["arch=gconv", "arch.conv_channels=[4]", "arch.dense=[8]", "dataset.limit_train=64", "dataset.limit_test=32",
+            "deterministic=true", "epochs=2"]
+    try:
+        a = train(make_cfg(over, tiny_root), tmp_path / "a")
+        b = train(make_cfg(over, tiny_root), tmp_path / "b")
+    finally:
+        torch.use_deterministic_algorithms(False)
+    same_run(tmp_path / "a", tmp_path / "b")
+    env = a["env"]
+    assert env["deterministic"] is True and env["cublas_workspace_config"] == ":4096:8" and not env["cudnn_benchmark"]
+    assert {"hydra-core", "omegaconf", "numpy"} <= set(env["versions"])
+    assert "git_dirty" in env and (env["git_diff_sha1"] is None) == (not env["git_dirty"])
+    assert run_key(make_cfg(over)) == run_key(make_cfg([o for o in over if not o.startswith("deterministic")]))
+    assert b["env"]["deterministic"] and not torch.are_deterministic_algorithms_enabled()

@@ -286,6 +286,9 @@ class Config:
     # not in the run key; faster or slower by device and layer (scripts/bench.py --paths measures it)
     # unset: the machine's fastest (gatelab.core.machine.channels_last: NHWC on CPUs with AVX-512); env records it
     channels_last: Optional[bool] = None
+    # torch.use_deterministic_algorithms, cuDNN autotuning off, CUBLAS_WORKSPACE_CONFIG=:4096:8 (docs/resume.md): the
+    # same bits from the same command on the same machine and software; not in the run key (the same settings)
+    deterministic: bool = False
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
     heap_reuse: bool = True  # glibc: keep big host tensors' memory between steps (gatelab.training.speed.heap_reuse)
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.core.runs)

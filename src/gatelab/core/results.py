@@ -156,6 +156,37 @@ def git_commit() -> Optional[str]:
         return None
 
 
+def git_tree() -> dict:
+    """Whether the checkout that runs has uncommitted changes to tracked files, and a hash of that diff (the
+    authors' gated-dln records the same): a run from a dirty tree names which one. {} outside a git checkout."""
+    import hashlib
+    try:
+        diff = subprocess.run(["git", "diff", "HEAD", "--", "."], cwd=Path(__file__).parents[3], capture_output=True,
+                              timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if diff.returncode != 0:
+        return {}
+    return {"git_dirty": bool(diff.stdout), "git_diff_sha1": hashlib.sha1(diff.stdout).hexdigest()[:12] if diff.stdout
+            else None}
+
+
+PACKAGES = ("hydra-core", "omegaconf", "numpy", "torchvision", "hydra-submitit-launcher", "submitit",
+            "hydra-joblib-launcher")  # the versions every results.json records beside torch's
+
+
+def versions() -> dict:
+    """{package: version} of :data:`PACKAGES` installed here (absent ones left out)."""
+    from importlib import metadata
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
 def check_device(name: str) -> None:
     """Raise :class:`gatelab.core.config.ConfigError` unless ``device=name`` can run here."""
     from gatelab.core.config import ConfigError
@@ -224,4 +255,5 @@ def environment(device: torch.device) -> dict:
     return {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
             "device_name": device_name(device), "threads": torch.get_num_threads(), "host": platform.node(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "bf16_native": machine.bf16_native(device),
-            "machine": machine.detect(device).as_dict(), "git_commit": git_commit()}
+            "machine": machine.detect(device).as_dict(), "git_commit": git_commit(), **git_tree(),
+            "versions": versions()}

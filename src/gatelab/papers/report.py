@@ -130,7 +130,9 @@ def _device(env: dict) -> str:
     extra = [env.get("precision") or "fp32"] + (["channels_last"] if env.get("channels_last") else []) + \
         ([f"{len(env['stack'])} nets stacked" if len(env["stack"]) > 1 else "one net a step"] if env.get("stack") else []) + \
         ([kind] if kind else [f"CPU kernels {env['cpu_capability']}"]
-         if env.get("cpu_capability") and env.get("device") == "cpu" else [])
+         if env.get("cpu_capability") and env.get("device") == "cpu" else []) + \
+        ([f"UNCOMMITTED CHANGES (diff {env.get('git_diff_sha1')})"] if env.get("git_dirty") else []) + \
+        (["deterministic"] if env.get("deterministic") else [])
     return ", ".join([env.get("device_name", "?"), *extra])
 
 

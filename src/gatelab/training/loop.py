@@ -37,7 +37,7 @@ from gatelab.nets.dgn import unstack_state
 from gatelab.training import stacking
 from gatelab.training.metrics import evaluate, extra_metrics, objective
 from gatelab.training.run_state import RunState
-from gatelab.training.speed import heap_reuse, precision
+from gatelab.training.speed import determinism, heap_reuse, precision
 from gatelab.training.stops import STOP, Bars, bars_on, stop_signals
 
 log = logging.getLogger("gatelab")
@@ -107,9 +107,10 @@ def _train_todo(entries: list) -> list:
             r.source = regimes.source_path(r.cfg)
             if pruning.active(r.cfg):
                 pruning.parent_dir(r.cfg)
+        steady = determinism(cfg)  # before the device starts: cuBLAS reads its workspace setting once
         device = resolve_device(cfg.device)
         here = machine.detect(device)
-        env = {**environment(device), **precision(cfg, device), "heap_reuse": heap_reuse(cfg.heap_reuse),
+        env = {**environment(device), **precision(cfg, device), **steady, "heap_reuse": heap_reuse(cfg.heap_reuse),
                "channels_last": machine.channels_last(cfg, here),
                # the nets trained in one step with this one: a run key names the settings, not the bits (docs/resume.md)
                "stack": [f"{r.cfg.regime.name}/seed{r.seed}" + (f"/lr{float(r.cfg.optimizer.lr):g}" if r.cfg.get("lrs")

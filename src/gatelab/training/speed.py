@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import sys
 
 import torch
@@ -33,6 +34,17 @@ def heap_reuse(enabled: bool) -> bool:
 _HEAP_REUSED = False
 
 
+def determinism(cfg) -> dict:
+    """``deterministic=true``: deterministic kernels only (an op without one fails, naming itself), cuDNN's
+    autotuning off (it picks kernels by timing), and cuBLAS's fixed workspace (set before CUDA starts: the loop
+    calls this first). What ran, for ``env``."""
+    on = bool(cfg.get("deterministic", False))
+    if on:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(on)
+    return {"deterministic": on, "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG") if on else None}
+
+
 def precision(cfg, device: torch.device) -> dict:
     """Set the arithmetic of ``precision`` (fp32: TF32 off for CUDA matmuls and cuDNN, which
     otherwise runs convolutions in TF32 by default; tf32: on; bf16: fp32 flags, bf16 autocast of
@@ -45,7 +57,8 @@ def precision(cfg, device: torch.device) -> dict:
     tf32 = kind == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = device.type == "cuda" and bool(cfg.arch.conv_channels)
+    torch.backends.cudnn.benchmark = device.type == "cuda" and bool(cfg.arch.conv_channels) and \
+        not cfg.get("deterministic", False)
     return {"precision": kind, "autocast": "bf16" if kind == "bf16" else None,
             "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark,
