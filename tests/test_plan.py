@@ -135,7 +135,9 @@ def test_a_sweep_whose_job_fails_exits_non_zero(tmp_path):
     good = write_tiny_data(tmp_path / "good")
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "mnist.npz").write_bytes(b"not an npz file")  # present (the plan passes), unreadable (the job fails)
+    data = bytearray((good / "mnist.npz").read_bytes())
+    data[len(data) // 2] ^= 0xFF  # the zip's directory intact (the plan passes), a member's CRC wrong (the job fails)
+    (bad / "mnist.npz").write_bytes(bytes(data))
     p = _run("-m", f"data.root={bad},{good}", "arch.dense=[8]", "epochs=1", "progress=false", f"out_root={tmp_path}/o")
     assert p.returncode == 1, p.stderr[-2000:]
     summary = next((tmp_path / "o" / "sweeps").glob("*.summary.txt")).read_text()

@@ -169,8 +169,13 @@ def test_reproduce_dry_run_prints_table2_in_waves_with_its_cost_quickly(tiny_roo
     assert "wave 1: 24 job(s)" in p.stdout and "wave 2: 6 job(s) (after wave 1)" in p.stdout
     # a device whose entry lacks one of the table's nets (the H200's had no VCONV) says so rather than under-price
     h200 = "[\\d.,]+ H200-hours" if "vconv" in costs.load()["h200"] else "not measured on H200"
-    assert re.search(r"total: 30 jobs, 150 runs \(0 done\), [\d,]+ net-steps left: about [\d.,]+ H100-hours, "
-                     + h200 + r", [\d.,]+ CPU \(AVX-512\)-hours \(\d+ days\), [\d.,]+ CPU \(AVX2\)-hours", p.stdout), p.stdout[-800:]
+    (total,) = [ln for ln in p.stdout.splitlines() if ln.startswith("total: ")]
+    assert re.match(r"total: 30 jobs, 150 runs \(0 done\), [\d,]+ net-steps left: about ", total), total
+    for part in (r"[\d.,]+ H100-hours", h200, r"[\d.,]+ CPU \(Zen 4\)-hours \(\d+ days\)", r"[\d.,]+ CPU \(Zen 3\)-hours"):
+        assert re.search(part, total), (part, total)
+    # this machine's entry first, named as such (the entry recorded on it, its kind's, or the nearest)
+    mark = re.search(r"\((this machine|this kind of machine|the nearest entry: none for this machine)\)", total)
+    assert mark and mark.start() < total.index("H100-hours"), total
     assert list(tmp_path.iterdir()) == []  # trains nothing, writes nothing
     assert "report: python -m gatelab.papers.npf table2" in p.stdout
 
@@ -183,7 +188,7 @@ def test_a_figure_recipes_dry_run_prices_the_runs_its_figure_trains(tiny_root, c
     assert main(["reproduce", "figure3", "--scale", "reduced", "--dry-run", "--data", str(tiny_root)]) in (0, None)
     out = capsys.readouterr().out
     assert "its runs: 15 run(s) [new]" in out and "not priced here" not in out
-    assert re.search(r"total: 0 jobs, 15 runs \(0 done\), [\d,]+ net-steps left: about .*CPU \(AVX2\)", out)
+    assert re.search(r"total: 0 jobs, 15 runs \(0 done\), [\d,]+ net-steps left: about .*CPU \(Zen 3\)", out)
 
 
 def test_a_fifth_paper_is_a_package_with_a_recipes_file(tmp_path, monkeypatch, tiny_root, capsys):
@@ -312,13 +317,16 @@ def test_priced_against_measured_groups_runs_into_their_stacks(tmp_path, capsys)
     """``python -m gatelab costs ROOTS``: each stack (a config but its seed) priced from scratch beside the
     longest wall time of its nets; a failed run is not a measurement."""
     from omegaconf import OmegaConf
+    from gatelab.core.results import RESULTS_VERSION
     from gatelab.core.runs import compose
     for seed, wall, status in ((0, 90.0, "completed"), (1, 100.0, "completed"), (2, 999.0, "failed")):
         cfg = compose(["arch.dense=[64,64]", "dataset.limit_train=320", "dataset.limit_test=32", "epochs=2",
                        f"seed={seed}", f"out_root={tmp_path}"])
         d = tmp_path / "runs" / f"seed{seed}"
         d.mkdir(parents=True)
-        (d / "results.json").write_text(json.dumps({"status": status, "config": OmegaConf.to_container(cfg),
+        (d / "results.json").write_text(json.dumps({"version": RESULTS_VERSION, "status": status, "seed": seed,
+                                                    "config": OmegaConf.to_container(cfg), "history": [{"epoch": 1},
+                                                                                                      {"epoch": 2}],
                                                     "wall_time_s": wall, "env": {"threads": 1}}))
     table = {"here": {"label": "here", "fc": [0.0, 0.01], "start": 30.0}}
     df = costs.priced_against_measured([tmp_path], "here", table)

@@ -246,7 +246,7 @@ def test_backbone_is_checked_and_its_features_are_stages_1_2_pooled_of_each_rota
         torch.testing.assert_close(feats[:, 0], F.avg_pool2d(z, 4).flatten(1))  # rotation 0: the image itself
         torch.testing.assert_close(feats[:, 2], net.features(torch.rot90(images.float() / 255, 2, (2, 3))))
     (root / backbone.RESNET20_FILE).write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="sha256"):
+    with pytest.raises(FileNotFoundError, match="sha256"):
         backbone.load_resnet20(root)
     with pytest.raises(FileNotFoundError, match=backbone.RESNET20_FILE):
         backbone.load_resnet20(tmp_path / "nowhere")
@@ -307,7 +307,7 @@ def test_a_trained_backbone_is_recorded_checked_and_used_by_the_cifar_task(tiny_
         backbone.load_resnet20(root, "copy.th")
     with open(root / "mine.th", "ab") as f:
         f.write(b"x")
-    with pytest.raises(ValueError, match="sha256"):
+    with pytest.raises(FileNotFoundError, match="sha256"):
         backbone.load_resnet20(root, "mine.th")
 
 

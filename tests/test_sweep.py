@@ -36,12 +36,20 @@ def test_failed_run_does_not_stop_the_sweep_and_only_it_reruns(tiny_root, tmp_pa
     p = _cli(flnpf, tiny_root)
     assert p.returncode == 2 and "ckpt/best.pt is unreadable" in p.stdout + p.stderr
     assert not list(tmp_path.glob("runs/*/flnpf"))
-    # ... and when it is whole but of another network (copied by hand), FLNPF seed 5 fails when it
-    # loads it while the other seeds go on.
+    # ... and when it is whole but of another architecture (copied by hand), the plan refuses it too (issue #49)
     shutil.rmtree(relu5)
     assert _cli(["epochs=1", "progress=false", "arch.dense=[8]", f"out_root={tmp_path / 'other'}"],
                 tiny_root).returncode == 0
     shutil.copytree(next((tmp_path / "other").glob("runs/*/relu/seed0-*")), relu5)
+    p = _cli(flnpf, tiny_root)
+    assert p.returncode == 2 and "has architecture" in p.stdout + p.stderr
+    assert not list(tmp_path.glob("runs/*/flnpf"))
+    # ... of this architecture but trained on other inputs (CIFAR-10), which only loading it shows: FLNPF seed 5
+    # fails when it loads it while the other seeds go on.
+    shutil.rmtree(relu5)
+    assert _cli(["epochs=1", "progress=false", "arch.dense=[16]", "dataset=cifar10", f"out_root={tmp_path / 'cifar'}"],
+                tiny_root).returncode == 0
+    shutil.copytree(next((tmp_path / "cifar").glob("runs/*/relu/seed0-*")), relu5)
     p = _cli(flnpf, tiny_root)
     assert p.returncode == 1, p.stderr  # the other seeds went on; the sweep reports its failure in its exit code
     assert "6 runs: 5 completed, 0 resumed, 0 skipped, 0 diverged, 1 failed" in _summary(p)

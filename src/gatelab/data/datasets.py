@@ -134,11 +134,12 @@ def load_arrays(source: str, root: Optional[str] = None, download: bool = True) 
         if not download:
             raise DataNotFoundError(_missing_hint(path))
         _fetch(source, path)
+    import zipfile
     with _opened(path) as f:
         _check_keys(path, f)
         try:
             return {k: f[k] for k in KEYS}
-        except (ValueError, OSError, EOFError) as e:  # a member cut short: its array does not decompress
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:  # a member cut short or corrupt (its CRC)
             raise DataNotFoundError(f"{path} is not a readable .npz ({type(e).__name__}: {e}); delete it and fetch "
                                     f"it again, or point data.root (or ${ENV_ROOT}) at a good copy") from None
 
