@@ -10,6 +10,9 @@ Kinds:
 - ``ordering`` (cells A, B): A > B, one-sided Welch.
 - ``equivalence`` (A, B, ``margin``): |A - B| < margin, TOST. Absence of a difference is not equivalence.
 - ``nearer`` (A, B, C): A nearer B than C by distance, a one-sided Welch contrast.
+- ``threshold`` (cells: the sweep, ``value``: the paper's, ``margin``, ``precision``, ``decides_within``): the
+  paper's value inside the sweep's interval ± margin, the interval no wider than ``decides_within``; a verdict that
+  flips within ``precision`` of the margin is "borderline" (:func:`threshold_verdict`).
 - ``identity``: an equation checked by the test suite; shown, never counted.
 
 Controls: ``must: no_difference`` (an ordering's or a nearness's: two-sided Welch on the control pair, or on
@@ -30,7 +33,7 @@ import yaml
 
 from gatelab.papers import stats
 
-KINDS = ("ordering", "equivalence", "nearer", "identity")
+KINDS = ("ordering", "equivalence", "nearer", "threshold", "identity")
 MUSTS = ("no_difference", "differ")
 STILL = 1.0  # points a cell's mean best-so-far may still rise over its last fifth of epochs: more is "still learning"
 
@@ -55,22 +58,30 @@ class Claim:
     why: str = ""  # the reason for the margin (or the cells)
     min_seeds: int = 2
     rows: tuple = ()  # the rows it is stated for ("gconv/adam"); empty: every row of its item
+    value: Optional[float] = None  # threshold: the paper's value
+    precision: Optional[float] = None  # threshold: how well the margin itself is known
+    decides_within: Optional[float] = None  # threshold: the widest interval that decides
 
 
 def _claim(d: dict, source: Path) -> Claim:
     ctl = d.get("control")
     c = Claim(id=str(d["id"]), item=str(d["item"]), words=str(d["words"]), where=str(d["where"]), kind=str(d["kind"]),
               cells=tuple(d.get("cells") or ()), margin=d.get("margin"), why=str(d.get("why", "")),
-              min_seeds=int(d.get("min_seeds", 2)), rows=tuple(d.get("rows") or ()),
+              min_seeds=int(d.get("min_seeds", 2)), rows=tuple(d.get("rows") or ()), value=d.get("value"),
+              precision=d.get("precision"), decides_within=d.get("decides_within"),
               control=Control(str(ctl["must"]), tuple(ctl.get("cells") or ()), bool(ctl.get("untrained", False)))
               if ctl else None)
-    need = {"ordering": 2, "equivalence": 2, "nearer": 3, "identity": 0}
+    need = {"ordering": 2, "equivalence": 2, "nearer": 3, "threshold": 2, "identity": 0}
     if c.kind not in KINDS:
         raise ValueError(f"{source}: claim {c.id}: kind {c.kind!r} is not one of {', '.join(KINDS)}")
     if len(c.cells) != need[c.kind]:
         raise ValueError(f"{source}: claim {c.id}: a {c.kind} reads {need[c.kind]} cells, got {list(c.cells)}")
     if c.kind == "equivalence" and not (c.margin and c.why):
         raise ValueError(f"{source}: claim {c.id}: an equivalence needs a margin and the reason for it")
+    if c.kind == "threshold" and not (c.value is not None and c.margin and c.precision is not None and c.decides_within
+                                      and c.why):
+        raise ValueError(f"{source}: claim {c.id}: a threshold needs its value, margin, precision, decides_within "
+                         "and the reason for them")
     if c.control and (c.control.must not in MUSTS or (not c.control.untrained and len(c.control.cells) != 2)):
         raise ValueError(f"{source}: claim {c.id}: a control must be {' or '.join(MUSTS)} on two cells or untrained")
     return c
@@ -90,7 +101,7 @@ def paper_claims(package: str) -> list[Claim]:
     return load(Path(__file__).resolve().parent / package / "claims.yaml")
 
 
-PAPERS = ("npf", "dgn")  # the packages with a claims.yaml
+PAPERS = ("npf", "dgn", "routing")  # the packages with a claims.yaml
 
 
 def declared_for(item: str) -> tuple[Optional[Path], list[str]]:
@@ -204,6 +215,13 @@ def summary(judged: list[Judged]) -> tuple[str, str]:
     return word, (f"{held} of {len(counted)} claims hold (Welch/TOST, Holm)" +
                   (f" (not: {'; '.join(failed)})" if failed else "") + (f"; controls: {controls}" if controls else "") +
                   (f"; not counted, the paper's own numbers fail it: {'; '.join(unbacked)}" if unbacked else ""))
+
+
+def threshold_verdict(c: Claim, t) -> str:
+    """A threshold claim on a sweep's :class:`gatelab.papers.thresholds.Threshold`: ``agrees`` (the paper's value in
+    the interval ± margin, the interval no wider than ``decides_within``), ``differs`` (outside), ``no evidence``
+    (inside a wider interval), ``borderline`` (the verdicts at margin ± precision differ), ``no result``."""
+    return t.verdict(float(c.value), float(c.margin), float(c.precision), float(c.decides_within))
 
 
 def still_learning(rises: dict, names: Optional[dict] = None) -> list[str]:

@@ -101,19 +101,21 @@ class Threshold:
         the first point: the interval reaches below the sweep)."""
         return math.inf if self.open_below or math.isinf(self.hi) else self.hi - self.lo
 
-    def verdict(self, paper: float, within: float = READ_WITHIN) -> str:
+    def verdict(self, paper: float, within: float = READ_WITHIN, precision: float = READ_PRECISION,
+                decides: float = DECIDES_WITHIN) -> str:
         """``agrees``, ``differs`` or ``no evidence`` (see the module's rule); ``no result`` without an
-        interval (a sweep of one point); ``borderline`` when the verdicts at ``within`` ± :data:`READ_PRECISION`
-        differ (issue #47: the tolerance's own precision decides it)."""
+        interval (a sweep of one point); ``borderline`` when the verdicts at ``within`` ± ``precision`` differ
+        (issue #47: the tolerance's own precision decides it). A declared threshold claim gives its own
+        (gatelab.papers.claims.threshold_verdict)."""
         if math.isnan(self.lo):
             return "no result"
-        edges = {self._verdict(paper, within + d) for d in (-READ_PRECISION, READ_PRECISION)}
-        return "borderline" if len(edges) > 1 else self._verdict(paper, within)
+        edges = {self._verdict(paper, within + d, decides) for d in (-precision, precision)}
+        return "borderline" if len(edges) > 1 else self._verdict(paper, within, decides)
 
-    def _verdict(self, paper: float, within: float) -> str:
+    def _verdict(self, paper: float, within: float, decides: float) -> str:
         if not self.holds(paper, within):
             return "differs"
-        return "agrees" if self.width() <= DECIDES_WITHIN else "no evidence"
+        return "agrees" if self.width() <= decides else "no evidence"
 
     def interval(self) -> str:
         if math.isnan(self.lo):

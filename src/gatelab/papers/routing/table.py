@@ -129,6 +129,7 @@ def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
         out.append({"task": task, "regime": regime, "M": m, "epochs": epochs, "decoder_fan": fan, "K_values": len(g),
                     "K_over_M": t.point if t else math.nan, "extrapolated": bool(t and t.extrapolated),
                     "lo": t.lo if t else math.nan, "hi": t.hi if t else math.nan,
+                    "x_min": t.x_min if t else math.nan, "x_max": t.x_max if t else math.nan,
                     "interval": t.interval() if t else "no interval", "seeds": int(g.n.min()),
                     "paper": paper, "verdict": t.verdict(paper) if t and paper == paper else "no result"})
     return pd.DataFrame(out)

@@ -5,7 +5,7 @@ import json
 import math
 from pathlib import Path
 
-from gatelab.papers import thresholds
+from gatelab.papers import claims, thresholds
 from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative
 from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
@@ -150,6 +150,15 @@ def _how(rel: str, m_paper: int) -> str:
 FANS = ("stacked3d", "per_decoder")  # arch.decoder_fan: the default (the authors' code) first
 
 
+def _threshold_claim(task: str, regime: str, m_paper: int):
+    """The threshold claim ``routing/claims.yaml`` declares for this sweep (M=100 is its own item)."""
+    found = [c for c in claims.paper_claims("routing") if c.kind == "threshold" and tuple(c.cells) == (task, regime)
+             and (("m100" in c.id) == (m_paper == 100))]
+    if len(found) != 1:
+        raise ValueError(f"routing/claims.yaml: {len(found)} threshold claims for {task} {regime} M={m_paper}")
+    return found[0]
+
+
 def k_sweep(task: str, regime: str, m_paper: int):
     """A K sweep at gain 1 (Figs 7b-c, 8, 9): the K/M where the gap falls to 1 point, with its interval
     over seeds, against the paper's (the rule of :mod:`gatelab.papers.thresholds`)."""
@@ -171,12 +180,15 @@ def k_sweep(task: str, regime: str, m_paper: int):
         if not len(z):
             return Row("none", verdict="not run", why=_how(rel, m_paper))
         line = z.sort_values(["M", "epochs"]).iloc[-1]
-        paper = PAPER_ZERO_SHOT[regime]
+        claim = _threshold_claim(task, regime, m_paper)
+        paper = claim.value
         cells = df[(df.task == task) & (df.regime == regime) & (df.M == line.M) & (df.epochs == line.epochs) & (df.gain == 1)]
         ours = ("no learned K pair brackets a threshold" if math.isnan(line.K_over_M) else
                 f"gap {thresholds.LEVEL:g} point at K/M {line.K_over_M:.2f}{' (extrapolated)' if line.extrapolated else ''}, "
                 f"{thresholds.CONFIDENCE:.0%} interval {line.interval}")
-        verdict = thresholds.verdict_text(line.verdict, line.interval)
+        t = thresholds.Threshold(line.K_over_M, bool(line.extrapolated), line.lo, line.hi, line.x_min, line.x_max,
+                                 int(line.seeds))
+        verdict = thresholds.verdict_text(claims.threshold_verdict(claim, t), line.interval)
         return Row(scale if line.M == m_paper and scale == "paper" else "reduced", rel,
                    f"{len(cells)} K values × {cells.n.max()} seeds, M={line.M}, {line.epochs} epochs, decoders "
                    f"{fan}" + (" (not the default: the authors' stacked3d has not run here)" if fan != FANS[0] else ""),
@@ -184,7 +196,7 @@ def k_sweep(task: str, regime: str, m_paper: int):
                    f"≈{paper:.2f}", verdict,
                    "" if line.M == m_paper else f"M={line.M} against the paper's {m_paper}; " + (
                        "" if task == ISOLATED_ON else f"the isolation studies ran on {ISOLATED_ON} only, not on this "
-                       "task: ") + isolation_note(root, regime))
+                       "task: ") + isolation_note(root, regime), results=f"{rel}/routing.csv")
     return row
 
 
