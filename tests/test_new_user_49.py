@@ -198,3 +198,14 @@ def test_deterministic_runs_are_bit_identical_and_record_the_code_that_ran(tiny_
     assert "git_dirty" in env and (env["git_diff_sha1"] is None) == (not env["git_dirty"])
     assert run_key(make_cfg(over)) == run_key(make_cfg([o for o in over if not o.startswith("deterministic")]))
     assert b["env"]["deterministic"] and not torch.are_deterministic_algorithms_enabled()
+
+
+def test_a_corrupt_backbone_stops_the_plan_of_a_cifar_routing_task(tmp_path):
+    from gatelab.data import backbone
+    root = write_tiny_data(tmp_path / "data")
+    (root / backbone.RESNET20_FILE).write_bytes(b"cut short")
+    cfg = make_cfg(["dataset=routing_cifar_rot", "arch=routing", "regime=dln", "dataset.routing.M=4",
+                    "dataset.routing.K=2", f"out_root={tmp_path / 'out'}"], root)
+    with pytest.raises(FileNotFoundError, match="the file is corrupt or another one"):
+        plan.check(plan.build(cfg))
+    assert not (tmp_path / "out").exists()

@@ -92,6 +92,15 @@ def expected_sha256(path: Path) -> str:
     return json.loads(meta.read_text())["sha256"]
 
 
+def check_file(path: Path) -> None:
+    """A backbone file whose sha256 is not the published one (or its training record's): FileNotFoundError naming
+    the file and what to do. The plan calls it before anything trains, where the file is present."""
+    digest, want = sha256(path), expected_sha256(path)
+    if digest != want:  # a truncated download, or another file under the name
+        raise FileNotFoundError(f"{path} has sha256 {digest[:12]}..., expected {want[:12]}...: the file is corrupt or "
+                                "another one; fetch it again (see the data root's README) or point data.root at a good copy")
+
+
 def load_resnet20(root: Path, name: str = RESNET20_FILE) -> ResNet20:
     """The backbone ``<root>/<name>`` (default the published ``resnet20-12fca82f.th``), its sha256
     checked against the published one or its training record; eval mode."""
@@ -102,10 +111,7 @@ def load_resnet20(root: Path, name: str = RESNET20_FILE) -> ResNet20:
             f"pretrained_models/{RESNET20_FILE}, sha256 {RESNET20_SHA256}); put it in the data root "
             "(data.root or $GATELAB_DATA, e.g. ../shared/data), or train one with `make routing-backbone` "
             "(GPU: about 200 epochs of ResNet-20) and set dataset.routing.backbone to its file name")
-    digest, want = sha256(path), expected_sha256(path)
-    if digest != want:  # a truncated download, or another file under the name
-        raise FileNotFoundError(f"{path} has sha256 {digest[:12]}..., expected {want[:12]}...: the file is corrupt or "
-                                "another one; fetch it again (see the data root's README) or point data.root at a good copy")
+    check_file(path)
     state = torch.load(path, map_location="cpu", weights_only=False)
     state = state.get("state_dict", state)
     net = ResNet20()

@@ -152,8 +152,21 @@ def check(jobs: list[Job]) -> None:
                                                            or _completed(regimes.relu_source_dir(c))):
                     regimes.check_source(c)  # it exists, agrees with its results.json, is a ReLU net of this arch
                 data_mod.check_available(c.dataset.source, c.data.root, c.data.download)
+                _check_backbone(c)
             except (ConfigError, FileNotFoundError) as e:
                 raise type(e)(f"{e} (job {job.name})") from None
+
+
+def _check_backbone(c) -> None:
+    """A CIFAR routing task's frozen backbone, where its file is present, is the one expected (a missing file may
+    not be needed: its features can be cached; loading says what to do then)."""
+    routing = c.dataset.get("routing")
+    if routing is None or not routing.get("features"):
+        return
+    from gatelab.data import backbone
+    path = data_mod.data_root(c.data.root) / (routing.get("backbone") or backbone.RESNET20_FILE)
+    if path.is_file():
+        backbone.check_file(path)
 
 
 def resume_points(stack: list) -> dict[str, Optional[checkpoints.Point]]:
