@@ -18,7 +18,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 
 .PHONY: help install test test-all run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
 	table2-conv-reduced table2-conv-cpu table4-conv-reduced table4-conv-reduced-grid table4-conv-cpu \
-	races races-quick races-report races-appendix races-drop routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-isolation-decoder routing-report routing-toy routing-features \
+	races races-quick races-report races-appendix races-drop routing-reduced routing-reduced-m100 routing-paper routing-isolation routing-isolation-leaky routing-isolation-decoder routing-isolation-decoder-rot routing-report routing-toy routing-features \
 	routing-backbone
 
 help:
@@ -53,6 +53,7 @@ help:
 	@echo "make routing-isolation   what moves the zero-shot threshold, one factor at a time"
 	@echo "make routing-isolation-leaky  the same for the leaky net (Fig 9): M, images, epochs"
 	@echo "make routing-isolation-decoder  the decoders' init (paper's text against the authors' code), linear and leaky"
+	@echo "make routing-isolation-decoder-rot  the same on MNIST rot/perm"
 	@echo "make routing-toy         paper 003 Figs 3-6: the toy task and XoR against the reduced ODEs (seconds)"
 	@echo "make report / races-report / routing-report  re-render table2 / races-quick / routing-reduced from their runs"
 	@echo "make routing-backbone    train a ResNet-20 for the CIFAR task when resnet20-12fca82f.th is not at hand (GPU)"
@@ -101,6 +102,7 @@ routing-paper: ; $(R) routing --scale paper $(ARGS)
 routing-isolation: ; $(R) routing-isolation --scale reduced $(ARGS)
 routing-isolation-leaky: ; $(R) routing-isolation --scale leaky $(ARGS)
 routing-isolation-decoder: ; $(R) routing-isolation --scale decoder $(ARGS)
+routing-isolation-decoder-rot: ; $(R) routing-isolation --scale decoder-rot $(ARGS)
 routing-report: ; $(R) routing --scale reduced --report-only $(ARGS)
 routing-toy: ; $(R) routing-toy $(ARGS)
 routing-backbone: ; $(PYTHON) -m gatelab.papers.routing backbone $(if $(DATA),--data $(abspath $(DATA))) $(if $(EPOCHS),--epochs $(EPOCHS))

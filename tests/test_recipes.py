@@ -28,7 +28,7 @@ CASES = [pytest.param(n, s, marks=[pytest.mark.slow] if (n, s) in SLOW else []) 
 TARGETS = {"help", "install", "test", "test-all", "run", "table2", "table2-mnist", "table2-mnist-full", "table2-quick", "report",
            "figure3", "bench", "table4", "table4-quick", "dgn-figures", "exp6", "exp6-reduced", "page", "table2-conv-reduced", "table2-conv-cpu",
            "table4-conv-reduced", "table4-conv-reduced-grid", "table4-conv-cpu", "dgn-figure5", "dgn-figure5-reduced", "races", "races-quick", "races-report", "races-appendix", "races-drop", "routing-reduced", "routing-reduced-m100", "routing-paper",
-           "routing-isolation", "routing-isolation-leaky", "routing-isolation-decoder", "routing-report", "routing-toy", "routing-features", "routing-backbone"}
+           "routing-isolation", "routing-isolation-leaky", "routing-isolation-decoder", "routing-isolation-decoder-rot", "routing-report", "routing-toy", "routing-features", "routing-backbone"}
 
 
 PINNED_MACHINE = Machine("cpu-avx512-bf16", "the pins' machine", True, "AVX512")  # precision=auto -> bf16 for conv nets

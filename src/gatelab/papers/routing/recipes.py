@@ -42,19 +42,20 @@ def routing(o: Options) -> Recipe:
         "--keep", "--command", "{command}"]])
 
 
-@recipe("routing-isolation", ("reduced", "leaky", "decoder"),
+@recipe("routing-isolation", ("reduced", "leaky", "decoder", "decoder-rot"),
         "What moves the zero-shot threshold: M, epochs, images, step size one at a time (linear), then M=40 with "
         "more images; the leaky net's (Fig 9) by M, images and epochs; decoder: the decoders' init (paper's text "
-        "against the authors' code), linear and leaky")
+        "against the authors' code), linear and leaky; decoder-rot: the same on MNIST rot/perm (issue #47)")
 def routing_isolation(o: Options) -> Recipe:
-    if o.scale == "decoder":  # per decoder (the text) against one (M, h, 10) Xavier tensor (the code), K/M 0.4-0.6
+    if o.scale in ("decoder", "decoder-rot"):  # per decoder against one (M, h, 10) Xavier tensor (the code), K/M 0.4-0.6
         recipe_runs, reports = [], []
+        task, rot = ([ROT], "-rot") if o.scale == "decoder-rot" else ([], "")
         for regime, suffix in (("dln", ""), ("leaky", "-leaky")):
-            root = f"outputs/routing-isolation-decoder{suffix}"
-            recipe_runs += [["+experiment=routing_reduced", f"regime={regime}", "dataset.routing.K=8,10,12",
+            root = f"outputs/routing-isolation-decoder{rot}{suffix}"
+            recipe_runs += [["+experiment=routing_reduced", *task, f"regime={regime}", "dataset.routing.K=8,10,12",
                              f"arch.decoder_fan={fan}", f"out_root={root}"] for fan in ("per_decoder", "stacked3d")]
             reports.append(["gatelab.papers.routing", "isolation", "--runs", root, "--out",
-                            f"outputs/reports/routing-isolation-decoder{suffix}", "--command", "{command}"])
+                            f"outputs/reports/routing-isolation-decoder{rot}{suffix}", "--command", "{command}"])
         return Recipe("routing-isolation", "the decoders' initialisation, linear and leaky", recipe_runs,
                       reports=reports)
     if o.scale == "leaky":  # K/M 0.3, 0.4, 0.5: the leaky base's gap falls to 1 point between 0.4 and 0.5
