@@ -135,13 +135,13 @@ def machine_of(cfg) -> Machine:
     return detect(str(_get(cfg, "device") or "auto"))
 
 
-def precision_of(cfg) -> str:
+def precision_of(cfg, machine: Machine | None = None) -> str:
     """The arithmetic a run trains in: ``fp32``, ``tf32`` or ``bf16`` (``amp=true`` is the older spelling of bf16;
-    ``auto`` resolved on the run's device by :func:`precision_auto`)."""
+    ``auto`` resolved by :func:`precision_auto` on ``machine``, default the run's device here)."""
     if _get(cfg, "amp"):
         return "bf16"
     asked = str(_get(cfg, "precision") or "fp32")
-    return precision_auto(cfg) if asked == "auto" else asked
+    return precision_auto(cfg, machine) if asked == "auto" else asked
 
 
 def precision_auto(cfg, machine: Machine | None = None) -> str:

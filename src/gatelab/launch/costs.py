@@ -47,13 +47,10 @@ def machine_of_entry(entry: dict):
 
 
 def _precision(entry: dict, cfg) -> str:
-    """The precision a run trains in on ``entry``'s machine (``auto`` resolved for that machine)."""
-    from gatelab.core.machine import precision_auto
-    asked = "bf16" if cfg.get("amp") else str(cfg.get("precision") or "fp32")
-    if asked != "auto":
-        return asked
-    m = machine_of_entry(entry)
-    return precision_auto(cfg, m) if m is not None else "fp32"
+    """The precision a run trains in on ``entry``'s machine (``auto`` resolved for that machine; fp32 for an entry
+    that does not name its machine)."""
+    from gatelab.core.machine import CPU_KINDS, Machine, precision_of
+    return precision_of(cfg, machine_of_entry(entry) or Machine(CPU_KINDS[-1], "", False, ""))
 
 
 def per_step(entry: dict, cfg) -> Optional[tuple[float, float]]:
