@@ -172,10 +172,10 @@ def test_a_threshold_claim_carries_its_value_margin_and_precision_and_judges_a_s
 
     def sweep(lo, hi):
         return th.Threshold((lo + hi) / 2, False, lo, hi, 0.1, 0.9, 3)
-    assert claims.threshold_verdict(c, sweep(0.20, 0.30)) == "agrees"
-    assert claims.threshold_verdict(c, sweep(0.33, 0.50)) == "differs"  # Fig 9 i today: 0.33 - 0.07 > 0.25
-    assert claims.threshold_verdict(c, sweep(0.31, 0.40)) == "borderline"  # within 0.07 of 0.25, not within 0.03
-    assert claims.threshold_verdict(c, sweep(0.10, 0.50)) == "no evidence"  # holds any value
+    assert claims.threshold_claim(c, sweep(0.20, 0.30)) == "agrees"
+    assert claims.threshold_claim(c, sweep(0.33, 0.50)) == "differs"  # Fig 9 i today: 0.33 - 0.07 > 0.25
+    assert claims.threshold_claim(c, sweep(0.31, 0.40)) == "borderline"  # within 0.07 of 0.25, not within 0.03
+    assert claims.threshold_claim(c, sweep(0.10, 0.50)) == "no evidence"  # holds any value
     bad = tmp_path / "claims.yaml"
     bad.write_text("- {id: x, item: X, words: w, where: s, kind: threshold, cells: [t, r], value: 0.4}\n")
     with pytest.raises(ValueError, match="a threshold needs its value, margin, precision"):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from gatelab.papers import page, report
+from gatelab.papers import claims, page, report
 
 REPORTS = ROOT / "outputs" / "reports"
 
@@ -57,8 +57,8 @@ def test_every_mean_and_std_the_docs_quote_is_in_a_report():
 @pytest.mark.parametrize("diff, std, word", [(0.4, 0.1, "within"), (0.6, 0.1, "off"), (0.6, 0.4, "within"),
                                              (0.9, 0.4, "off"), (0.49, math.nan, "within"), (3.0, math.nan, "off")])
 def test_the_one_rule(diff, std, word):
-    assert report.far(diff, std) == (word == "off")
-    v = report.verdict(50 + diff, 50, std)
+    assert claims.far(diff, std) == (word == "off")
+    v = claims.published(50 + diff, 50, std)
     assert v.word == word and v.text.startswith(word)
     if word == "off" and not math.isnan(std):
         assert f"off by {diff / std:.1f} paper-std" in v.text

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from gatelab.papers import thresholds as th
+from gatelab.papers import claims, thresholds as th
 
 KM = [0.3, 0.4, 0.5, 0.6]
 
@@ -28,7 +28,7 @@ def test_the_point_is_the_log_linear_crossing_of_the_means_and_the_se_only_widen
     wide = th.threshold(KM, g, [0.3] * 4, [10] * 4)
     assert narrow.point == wide.point == pytest.approx(0.45) and not narrow.extrapolated
     assert wide.lo < narrow.lo < 0.45 < narrow.hi < wide.hi
-    assert narrow.verdict(0.45) == "agrees" and narrow.verdict(0.33) == "differs"  # 0.33 < lo − 0.05
+    assert claims.threshold_verdict(narrow, 0.45) == "agrees" and claims.threshold_verdict(narrow, 0.33) == "differs"  # 0.33 < lo − 0.05
 
 
 def test_more_seeds_narrow_the_interval_and_it_covers_the_true_threshold():
@@ -50,19 +50,19 @@ def test_a_sweep_whose_gap_never_closes_is_rejected_not_extrapolated_into_agreem
     extrapolates, but every draw lies beyond the sweep, so the paper's 0.40 is outside."""
     t = th.threshold(KM, [30.0, 27.0, 24.0, 21.0], [0.5] * 4, [3] * 4)
     assert t.extrapolated and math.isinf(t.lo) and math.isinf(t.hi)
-    assert t.verdict(0.40) == "differs" and t.interval() == "[> 0.60]"
+    assert claims.threshold_verdict(t, 0.40) == "differs" and t.interval() == "[> 0.60]"
 
 
 def test_an_interval_too_wide_to_decide_is_no_evidence_not_agreement():
     """Three noisy seeds: the paper's value lies inside the interval, and so would almost any other."""
     t = th.threshold(KM, list(true_gap(KM)), [3.0, 2.0, 0.8, 0.4], [3] * 4)
-    assert t.holds(0.45) and t.width() > th.DECIDES_WITHIN and t.verdict(0.45) == "no evidence"
+    assert t.holds(0.45) and t.width() > th.DECIDES_WITHIN and claims.threshold_verdict(t, 0.45) == "no evidence"
 
 
 def test_a_gap_already_below_the_level_at_the_first_point_leaves_the_lower_end_open():
     t = th.threshold(KM, [0.5, 0.3, 0.2, 0.1], [0.05] * 4, [5] * 4)
     assert t.point == 0.3 and t.extrapolated and t.interval().startswith("[≤ 0.30")
-    assert t.holds(0.1) and t.verdict(0.1) == "no evidence"  # below the sweep: nothing measured there
+    assert t.holds(0.1) and claims.threshold_verdict(t, 0.1) == "no evidence"  # below the sweep: nothing measured there
 
 
 def test_the_toy_fig5c_row_is_judged_by_the_one_rule_at_its_own_scale():
@@ -90,7 +90,7 @@ def test_a_verdict_the_tolerances_own_precision_would_flip_is_borderline():
     verdict that differs at ±0.03 and ±0.07 is borderline, named, not agreement or difference."""
     def t(lo, hi):
         return th.Threshold((lo + hi) / 2, False, lo, hi, 0.1, 0.9, 3)
-    assert t(0.46, 0.50).verdict(0.40) == "borderline"  # 0.40 lies within 0.07 of 0.46, not within 0.03
-    assert t(0.50, 0.55).verdict(0.40) == "differs"  # beyond even ±0.07
-    assert t(0.38, 0.45).verdict(0.40) == "agrees"  # inside the interval itself
-    assert th.verdict_text("borderline", "[0.46, 0.50]").startswith("borderline (test:")
+    assert claims.threshold_verdict(t(0.46, 0.50), 0.40) == "borderline"  # 0.40 lies within 0.07 of 0.46, not within 0.03
+    assert claims.threshold_verdict(t(0.50, 0.55), 0.40) == "differs"  # beyond even ±0.07
+    assert claims.threshold_verdict(t(0.38, 0.45), 0.40) == "agrees"  # inside the interval itself
+    assert claims.threshold_text("borderline", "[0.46, 0.50]").startswith("borderline (test:")

@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 import yaml
 
-from gatelab.papers import stats
+from gatelab.papers import stats, thresholds
 
 KINDS = ("ordering", "equivalence", "nearer", "threshold", "identity")
 MUSTS = ("no_difference", "differ")
@@ -217,11 +217,91 @@ def summary(judged: list[Judged]) -> tuple[str, str]:
                   (f"; not counted, the paper's own numbers fail it: {'; '.join(unbacked)}" if unbacked else ""))
 
 
-def threshold_verdict(c: Claim, t) -> str:
-    """A threshold claim on a sweep's :class:`gatelab.papers.thresholds.Threshold`: ``agrees`` (the paper's value in
-    the interval ± margin, the interval no wider than ``decides_within``), ``differs`` (outside), ``no evidence``
-    (inside a wider interval), ``borderline`` (the verdicts at margin ± precision differ), ``no result``."""
-    return t.verdict(float(c.value), float(c.margin), float(c.precision), float(c.decides_within))
+# -- published mean ± std (docs/reproducing.md "One rule per kind") --
+
+FLAG_FLOOR = 0.5  # points: below this a difference is never flagged, however small the paper's std
+FLAG_RULE = f"more than max(2 paper-std, {FLAG_FLOOR}) from the paper"
+
+
+def far(diff: float, paper_std: float) -> bool:
+    """The one rule every report flags a cell by: |ours − paper| > max(2 paper-std, 0.5). A paper value
+    without a std (one run, or none given) is held to the floor alone."""
+    if diff is None or math.isnan(diff):
+        return False
+    std = 0.0 if paper_std is None or math.isnan(paper_std) else paper_std
+    return bool(abs(diff) > max(2 * std, FLAG_FLOOR))
+
+
+@dataclass
+class Verdict:
+    """A comparison with a published number: ``word`` is within / off / no result; ``text`` the sentence."""
+    word: str
+    text: str
+
+
+def published(ours: float, paper: float, paper_std: float = math.nan, digits: int = 2) -> Verdict:
+    """The sentence of one comparison by :func:`far`, with the difference and how many paper-std it is,
+    e.g. ``within: Δ +0.11 (1.2 paper-std)``, ``off by 11.9 paper-std: Δ +1.07``, ``off: Δ −74.2 (paper: no std)``."""
+    if ours is None or paper is None or math.isnan(ours) or math.isnan(paper):
+        return Verdict("no result", "no result")
+    diff = ours - paper
+    no_std = paper_std is None or math.isnan(paper_std)
+    n_std = None if no_std or paper_std == 0 else abs(diff) / paper_std
+    d = f"Δ {diff:+.{digits}f}"
+    if not far(diff, paper_std):
+        if n_std is not None and n_std > 2:  # within only through the floor: say so, and by how much
+            return Verdict("within", f"within by the {FLAG_FLOOR} floor: {d} ({n_std:.1f} paper-std)")
+        extra = " (paper: no std)" if no_std else (f" ({n_std:.1f} paper-std)" if n_std is not None else "")
+        return Verdict("within", f"within: {d}{extra}")
+    if n_std is not None:
+        return Verdict("off", f"off by {n_std:.1f} paper-std: {d}")
+    return Verdict("off", f"off: {d} (paper: {'no std' if no_std else 'std 0'})")
+
+
+def tally(compared: Iterable[Verdict]) -> str:
+    """``8 of 10 within`` over the verdicts that have a result, and how many of them only by the floor (more than 2
+    paper-std away); every one within, some only by the floor: ``borderline: ...`` (the floor decided it)."""
+    vs = [v for v in compared if v.word != "no result"]
+    within, floor = sum(v.word == "within" for v in vs), sum(v.text.startswith("within by the") for v in vs)
+    text = f"{within} of {len(vs)} within" + (f", {floor} only by the {FLAG_FLOOR} floor" if floor else "")
+    return ("borderline: " if floor and within == len(vs) else "") + text
+
+
+# -- thresholds read off a sweep (gatelab.papers.thresholds estimates them; the verdict is here) --
+
+def threshold_verdict(t, value: float, margin: float = thresholds.READ_WITHIN,
+                      precision: float = thresholds.READ_PRECISION, decides: float = thresholds.DECIDES_WITHIN) -> str:
+    """The paper's ``value`` against a sweep's :class:`~gatelab.papers.thresholds.Threshold` ``t``: ``agrees`` (inside
+    the interval ± ``margin``, the interval no wider than ``decides``), ``differs`` (outside), ``no evidence`` (inside a
+    wider interval), ``borderline`` when the verdicts at ``margin`` ± ``precision`` differ (issue #47: the tolerance's
+    own precision decides it), ``no result`` without an interval (a sweep of one point)."""
+    if math.isnan(t.lo):
+        return "no result"
+
+    def at(within: float) -> str:
+        if not t.holds(value, within):
+            return "differs"
+        return "agrees" if t.width() <= decides else "no evidence"
+    edges = {at(margin + d) for d in (-precision, precision)}
+    return "borderline" if len(edges) > 1 else at(margin)
+
+
+def threshold_claim(c: Claim, t) -> str:
+    """A declared threshold claim on a sweep's :class:`~gatelab.papers.thresholds.Threshold`."""
+    return threshold_verdict(t, float(c.value), float(c.margin), float(c.precision), float(c.decides_within))
+
+
+def threshold_text(word: str, interval: str, margin: float = thresholds.READ_WITHIN,
+                   precision: float = thresholds.READ_PRECISION, decides: float = thresholds.DECIDES_WITHIN) -> str:
+    """A threshold's verdict as the page words it (``qualitative: agrees (test: ...)``; no evidence says the
+    interval is too wide to decide, borderline which tolerances flip it)."""
+    test = f"the paper's value in the interval ± {margin:g}, the interval no wider than {decides:g}"
+    if word == "no evidence":
+        return f"qualitative: no evidence (test: {test}; the interval {interval} is wider: more seeds narrow it)"
+    if word == "borderline":
+        return (f"borderline (test: {test}; the interval {interval} gives another verdict at ± "
+                f"{margin - precision:g} than at ± {margin + precision:g})")
+    return f"qualitative: {word} (test: {test})"
 
 
 def still_learning(rises: dict, names: Optional[dict] = None) -> list[str]:

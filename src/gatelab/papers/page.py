@@ -4,7 +4,7 @@ numbered experiment of the four papers (``python -m gatelab page``, ``make page`
 Each paper's package lists its items in ``verdicts.py`` (``ITEMS``): the item, what it shows, and a
 function that reads the committed reports (their CSVs, JSON summaries and PROVENANCE files, never the
 runs) and returns the row: the report and scale it ran at, its runs, ours against the paper's number,
-and the verdict by the one rule (:func:`gatelab.papers.report.verdict`) or, for figures without published
+and the verdict by the one rule (:func:`gatelab.papers.claims.published`) or, for figures without published
 numbers, the feature compared ("qualitative: agrees / differs"). ``docs/papers.md`` lists the same items
 (its section "Every table, figure and experiment"); a test holds the two together.
 

@@ -200,10 +200,6 @@ def mean_std(values: list[float], ddof: int = 1) -> tuple[float, float]:
     return float(s.mean()), (float(s.std(ddof=ddof)) if len(s) > ddof else math.nan)
 
 
-FLAG_FLOOR = 0.5  # points: below this a difference is never flagged, however small the paper's std
-FLAG_RULE = f"more than max(2 paper-std, {FLAG_FLOOR}) from the paper"
-
-
 def per_seed(line, column: str = "best_per_seed") -> dict[int, float]:
     """A CSV cell written as ``seed:value;...`` (:func:`seed_text`) as {seed: value}; {} when empty."""
     text = line[column] if isinstance(line[column], str) else ""
@@ -213,50 +209,6 @@ def per_seed(line, column: str = "best_per_seed") -> dict[int, float]:
 def seed_text(values: dict[int, float]) -> str:
     """{seed: value} as one CSV cell, ``seed:value;...`` in seed order (:func:`per_seed` reads it)."""
     return ";".join(f"{s}:{v:.4f}" for s, v in sorted(values.items()))
-
-
-def far(diff: float, paper_std: float) -> bool:
-    """The one rule every report flags a cell by: |ours − paper| > max(2 paper-std, 0.5). A paper value
-    without a std (one run, or none given) is held to the floor alone."""
-    if diff is None or math.isnan(diff):
-        return False
-    std = 0.0 if paper_std is None or math.isnan(paper_std) else paper_std
-    return bool(abs(diff) > max(2 * std, FLAG_FLOOR))
-
-
-@dataclass
-class Verdict:
-    """A comparison with a published number: ``word`` is within / off / no result; ``text`` the sentence."""
-    word: str
-    text: str
-
-
-def verdict(ours: float, paper: float, paper_std: float = math.nan, digits: int = 2) -> Verdict:
-    """The sentence of one comparison by :func:`far`, with the difference and how many paper-std it is,
-    e.g. ``within: Δ +0.11 (1.2 paper-std)``, ``off by 11.9 paper-std: Δ +1.07``, ``off: Δ −74.2 (paper: no std)``."""
-    if ours is None or paper is None or math.isnan(ours) or math.isnan(paper):
-        return Verdict("no result", "no result")
-    diff = ours - paper
-    no_std = paper_std is None or math.isnan(paper_std)
-    n_std = None if no_std or paper_std == 0 else abs(diff) / paper_std
-    d = f"Δ {diff:+.{digits}f}"
-    if not far(diff, paper_std):
-        if n_std is not None and n_std > 2:  # within only through the floor: say so, and by how much
-            return Verdict("within", f"within by the {FLAG_FLOOR} floor: {d} ({n_std:.1f} paper-std)")
-        extra = " (paper: no std)" if no_std else (f" ({n_std:.1f} paper-std)" if n_std is not None else "")
-        return Verdict("within", f"within: {d}{extra}")
-    if n_std is not None:
-        return Verdict("off", f"off by {n_std:.1f} paper-std: {d}")
-    return Verdict("off", f"off: {d} (paper: {'no std' if no_std else 'std 0'})")
-
-
-def tally(verdicts: Iterable[Verdict]) -> str:
-    """``8 of 10 within`` over the verdicts that have a result, and how many of them only by the floor (more than 2
-    paper-std away); every one within, some only by the floor: ``borderline: ...`` (the floor decided it)."""
-    vs = [v for v in verdicts if v.word != "no result"]
-    within, floor = sum(v.word == "within" for v in vs), sum(v.text.startswith("within by the") for v in vs)
-    text = f"{within} of {len(vs)} within" + (f", {floor} only by the {FLAG_FLOOR} floor" if floor else "")
-    return ("borderline: " if floor and within == len(vs) else "") + text
 
 
 def signed(value: float) -> str:

@@ -9,7 +9,7 @@ mean gap from a Student t with n−1 degrees of freedom scaled by its standard e
 hold each point's mean and s.e. over seeds; resampling 3 seeds has 10 distinct draws and no width when
 they coincide). More seeds narrow the interval through the s.e. and the t's tails. A draw whose gap never
 falls to the level within the sweep lies beyond it: the interval's upper end is then open (``> max``).
-The verdict (:meth:`Threshold.verdict`): **agrees** when the paper's value lies in the interval widened by
+The verdict (:func:`gatelab.papers.claims.threshold_verdict`): **agrees** when the paper's value lies in the interval widened by
 :data:`READ_WITHIN` (the precision to which a threshold is read off the paper's figure) and the interval
 is no wider than :data:`DECIDES_WITHIN`; **differs** when it lies outside, however wide; otherwise
 **no evidence**: an interval that wide would hold almost any value, so it cannot agree (a test that
@@ -101,22 +101,6 @@ class Threshold:
         the first point: the interval reaches below the sweep)."""
         return math.inf if self.open_below or math.isinf(self.hi) else self.hi - self.lo
 
-    def verdict(self, paper: float, within: float = READ_WITHIN, precision: float = READ_PRECISION,
-                decides: float = DECIDES_WITHIN) -> str:
-        """``agrees``, ``differs`` or ``no evidence`` (see the module's rule); ``no result`` without an
-        interval (a sweep of one point); ``borderline`` when the verdicts at ``within`` ± ``precision`` differ
-        (issue #47: the tolerance's own precision decides it). A declared threshold claim gives its own
-        (gatelab.papers.claims.threshold_verdict)."""
-        if math.isnan(self.lo):
-            return "no result"
-        edges = {self._verdict(paper, within + d, decides) for d in (-precision, precision)}
-        return "borderline" if len(edges) > 1 else self._verdict(paper, within, decides)
-
-    def _verdict(self, paper: float, within: float, decides: float) -> str:
-        if not self.holds(paper, within):
-            return "differs"
-        return "agrees" if self.width() <= decides else "no evidence"
-
     def interval(self) -> str:
         if math.isnan(self.lo):
             return "no interval"
@@ -157,15 +141,3 @@ def threshold(xs: Sequence[float], gaps: Sequence[float], ses: Sequence[float], 
     # order statistics, not interpolation: inf (beyond the sweep) sorts last and opens the upper end
     lo, hi = np.quantile(cross, tail, method="lower"), np.quantile(cross, 1 - tail, method="higher")
     return Threshold(point, extrapolated, float(lo), float(hi), float(x[0]), float(x[-1]), seeds, level, unit)
-
-
-def verdict_text(verdict: str, interval: str) -> str:
-    """A threshold's verdict as the page words it (``qualitative: agrees (test: ...)``; no evidence says the
-    interval is too wide to decide)."""
-    test = f"the paper's value in the interval ± {READ_WITHIN:g}, the interval no wider than {DECIDES_WITHIN:g}"
-    if verdict == "no evidence":
-        return f"qualitative: no evidence (test: {test}; the interval {interval} is wider: more seeds narrow it)"
-    if verdict == "borderline":
-        return (f"borderline (test: {test}; the interval {interval} gives another verdict at ± "
-                f"{READ_WITHIN - READ_PRECISION:g} than at ± {READ_WITHIN + READ_PRECISION:g})")
-    return f"qualitative: {verdict} (test: {test})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gatelab.papers import report
+from gatelab.papers import claims, report
 from gatelab.papers.dgn.figures import FIG4_INPUTS, FIG4_NAMES
 from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, qualitative, runs_of, scale_of
 
@@ -206,9 +206,9 @@ def table4(root: Path) -> Row:
     tested = done[done.regime != "soft_relu"].network.tolist() + [f"β={b:g}" for b in done[done.regime == "soft_relu"].beta]
     ours = (f"ReLU test {relu.test_mean.iloc[0]:.1f} against {relu.paper_test.iloc[0]:.0f}; " if len(relu) else "") + \
         f"{len(done)} of {len(df)} networks run" + (f" ({', '.join(tested)})" if len(done) < len(df) else "")
-    vs = [report.verdict(line.test_mean, line.paper_test) for line in done.itertuples()]
+    vs = [claims.published(line.test_mean, line.paper_test) for line in done.itertuples()]
     if scale == "paper":
-        verdict = report.tally(vs) + " (no published std: the 0.5 floor)"
+        verdict = claims.tally(vs) + " (no published std: the 0.5 floor)"
     else:  # the quick scale is not judged: its nets stop far from fitting (the features' control, tests/test_controls.py)
         word, text = feature_tests(df) if scale == "reduced" and "best_per_seed" in df else ("no result", "")
         feature = "the stated features: test accuracy rises with β at ε=0.1, ReLU above DLN, β=16 ≈ ReLU"
@@ -232,7 +232,7 @@ def exp6(root: Path) -> Row:
     if "regime" not in df:
         df = df.assign(regime="gates_only")  # a report made before its DLN and ReLU were trained beside it
     line = df[df.regime == "gates_only"].iloc[-1]
-    v = report.verdict(line.best_test_mean, line.paper_test)
+    v = claims.published(line.best_test_mean, line.paper_test)
     ours = f"best test {line.best_test_mean:.1f}%" + (
         f"; untrained {line.untrained_test_mean:.1f}%" if "untrained_test_mean" in line else "")
     return Row(scale, rel, f"{line.n} run(s), seeds {line.seeds}, {line.epochs} epochs, {line.limits} images", ours,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import report
+from gatelab.papers import claims, report
 
 # ---- Table 2 ----
 
@@ -80,7 +80,7 @@ def table2(runs: list[report.Run], expected_seeds: Optional[int] = None, ddof: i
             "arch": row[0], "optimizer": row[1], "dataset": row[2], "regime": regime,
             "lr": lr, "n": len(chosen), "mean": mean, "std": std, "ddof": ddof, "std_other_ddof": std_other,
             "paper_mean": p_mean, "paper_std": p_std, "diff": diff,
-            "far": report.far(diff, p_std),
+            "far": claims.far(diff, p_std),
             "excluded": ";".join(sorted(f"{r.status}:seed{r.seed}" for r in excluded)),
             "n_lrs": len(by_lr),
             "lrs_tried": ";".join(f"{k:g}={v[1]:.2f}(n={len(v[0])})" for k, v in by_lr.items()),
@@ -204,7 +204,7 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
     out = ["# Table 2 (paper 001): best test accuracy (%), ours vs published", "",
            f"Mean ± {report.STATISTICS[ddof]} over seeds of each run's best test accuracy; the paper's "
            "numbers use ddof=0. n = completed seeds. † fewer seeds than the fullest cell; ‡ "
-           f"{report.FLAG_RULE.replace('from', 'points from')}; § seeds of different lengths (Length gives them). " + _lr_rule(df) + " Δ = ours − paper.", ""]
+           f"{claims.FLAG_RULE.replace('from', 'points from')}; § seeds of different lengths (Length gives them). " + _lr_rule(df) + " Δ = ours − paper.", ""]
     out.append("| Arch | Optimiser | Dataset | " + " | ".join(REGIME_TITLES[r] for r in REGIMES) + " |")
     out.append("|---|---|---|" + "---|" * len(REGIMES))
     for row, cells in _rows(df):

@@ -24,7 +24,7 @@ def _code_epochs(arch: str, opt: str) -> int:
 
 def table2_cells(df, archs: set) -> tuple[list, list]:
     """(line, verdict) of every cell of the rows of ``archs`` with a result."""
-    got = [(line, report.verdict(line["mean"], line["paper_mean"], line["paper_std"]))
+    got = [(line, claims.published(line["mean"], line["paper_mean"], line["paper_std"]))
            for _, line in df.iterrows() if line["arch"] in archs and line["n"] > 0]
     return got, [v for _, v in got]
 
@@ -54,7 +54,7 @@ def table2_fc(root: Path) -> Row:
              for line, _ in got if max(int(e) for e in str(line["epochs"]).split(",")) <
              _code_epochs("fc", line["optimizer"])]
     return Row("paper", rel, f"{runs_of(root, f'{rel}/table2.md')}, {_seeds(df)}",
-               _worst(got), "Table 2, FC rows", f"{report.tally(vs)} (10 cells{_floor_cells(got)})",
+               _worst(got), "Table 2, FC rows", f"{claims.tally(vs)} (10 cells{_floor_cells(got)})",
                ("cells shorter than the code's epochs: " + "; ".join(short)) if short else "the code's epochs and step sizes")
 
 
@@ -62,7 +62,7 @@ def _floor_cells(got) -> str:
     """``: FC adam DLNPF (β=4) 2.2 paper-std``: the cells within only by the 0.5 floor, named."""
     named = [f"{line['arch'].upper()} {line['optimizer']} {REGIME_TITLES[line['regime']]} "
              f"{v.text.split('(')[-1].rstrip(')')}" for line, v in got if v.text.startswith("within by the")]
-    return f"; within only by the {report.FLAG_FLOOR} floor: {', '.join(named)}" if named else ""
+    return f"; within only by the {claims.FLAG_FLOOR} floor: {', '.join(named)}" if named else ""
 
 
 def _number(x) -> Optional[float]:
@@ -108,7 +108,7 @@ def table2_fc_adam3(root: Path) -> Row:
     diff = "" if not apart else (f"; FLNPF − ReLU {g.gap.iloc[0]:+.2f} ± {g.se.iloc[0]:.2f} s.e. against the paper's "
                                  f"{g.paper_gap.iloc[0]:+.2f} ({apart[0]:.1f} s.e. apart)")
     return Row("paper", rel, f"{runs_of(root, f'{rel}/table2.md')}, {_seeds(df)}", _worst(got) + diff,
-               "Table 2, FC Adam row (paper text: 3e-4)", f"{report.tally(vs)} ({len(vs)} cells{_floor_cells(got)})",
+               "Table 2, FC Adam row (paper text: 3e-4)", f"{claims.tally(vs)} ({len(vs)} cells{_floor_cells(got)})",
                "the paper's stated step size; the code's 1e-4 is the row above. Judged by the one rule, as the FC "
                "rows; the FLNPF − ReLU gap beside the paper's is shown, not a rule of its own")
 
@@ -129,9 +129,9 @@ def table2_conv(root: Path) -> Row:
                 else "differs" if "differs" in words else "agrees")
         verdict = ("not comparable: every row still learning" if word == "not comparable" else f"qualitative: {word}") + \
             " (Table 2's claims of §6: " + \
-            "; ".join(f"{row}: {w}, {text}" for row, w, text in found) + f"); numbers not comparable ({report.tally(vs)})"
+            "; ".join(f"{row}: {w}, {text}" for row, w, text in found) + f"); numbers not comparable ({claims.tally(vs)})"
     else:
-        verdict = report.tally(vs) if scale == "paper" else f"not comparable at the {scale} scale ({report.tally(vs)})"
+        verdict = claims.tally(vs) if scale == "paper" else f"not comparable at the {scale} scale ({claims.tally(vs)})"
     return Row(scale, rel, runs_of(root, f"{rel}/table2.md"), ours, "Table 2, CIFAR-10 rows", verdict,
                "" if scale == "paper" else GPU, results=f"{rel}/table2.csv" if found else "")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gatelab.papers import report
+from gatelab.papers import claims, report
 from gatelab.papers.races.table1 import _pm
 from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, qualitative, runs_of
 
@@ -35,9 +35,9 @@ def comparisons(df: pd.DataFrame) -> list[dict]:
     for line in main_cells(df).itertuples():
         out.append({"sigma0": line.sigma0, "N": int(line.N), "tau": line.tau, "n": int(line.n),
                     "k": (line.k_mean, line.k_std0, line.paper_k, line.paper_k_std,
-                          report.verdict(line.k_mean, line.paper_k, line.paper_k_std, 1)),
+                          claims.published(line.k_mean, line.paper_k, line.paper_k_std, 1)),
                     "dacc": (line.dacc_mean, line.dacc_std0, line.paper_dacc, line.paper_dacc_std,
-                             report.verdict(line.dacc_mean, line.paper_dacc, line.paper_dacc_std, 1))})
+                             claims.published(line.dacc_mean, line.paper_dacc, line.paper_dacc_std, 1))})
     return out
 
 
@@ -51,7 +51,7 @@ def table1_block(root: Path) -> list[str]:
     seeds = sorted({r["n"] for r in rows})
     out = [f"Ours: mean ± std over {','.join(map(str, seeds))} seeds (ddof 0, as the paper's table); the paper: "
            "mean ± std over its runs (N=4000: one run, no std). Verdict by the one rule: within when |ours − paper| ≤ "
-           f"max(2 paper-std, 0.5), else off by n paper-std. k: {report.tally(ks)}; Δacc: {report.tally(ds)}.", "",
+           f"max(2 paper-std, 0.5), else off by n paper-std. k: {claims.tally(ks)}; Δacc: {claims.tally(ds)}.", "",
            "| σ₀ | N | τ | k ours | k paper | k verdict | Δacc ours | Δacc paper | Δacc verdict |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -89,7 +89,7 @@ def table1(root: Path) -> Row:
     return Row(scale, rel, f"{runs_of(root, f'{rel}/table1.md')}, {rows[0]['n']} seeds per cell",
                f"worst k: σ₀={worst['sigma0']:g}, N={worst['N']}, τ={worst['tau']:.2f}: {worst['k'][0]:.1f} against "
                f"{worst['k'][2]:.1f} ({worst['k'][4].text})", "k and Δacc per (σ₀, N, τ)",
-               f"k: {report.tally(ks)}; Δacc: {report.tally(ds)}",
+               f"k: {claims.tally(ks)}; Δacc: {claims.tally(ds)}",
                "cells, verdicts and the choices that move them: races/SUMMARY.md")
 
 
@@ -253,7 +253,7 @@ def _isolation_table(df) -> list[str]:
                 words.append("—")
                 continue
             k, dk = g.loc[c].k_mean, g.loc[c].delta_k
-            within = report.verdict(k, *paper[c]).word == "within"
+            within = claims.published(k, *paper[c]).word == "within"
             reached.setdefault(c, []).extend([f"{variant} ({k:.1f})"] if within and choice != "default" else [])
             txt = f"{k:.1f}" + ("" if choice == "default" else f" ({dk:+.1f})")
             words.append(f"**{txt}**" if within else txt)

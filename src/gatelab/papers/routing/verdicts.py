@@ -92,7 +92,7 @@ def _fig5c(s) -> Row:
                              [s["fig5c_nets"]] * len(pts), level, unit="(1% of ½‖Y‖²)")
     paper = PAPER_ZERO_SHOT["dln"]
     return Row("paper", TOY, _params(s, "fig5c"), t.words().replace("seeds", "nets").replace("seed)", "net)"),
-               f"errors meet at K/M ≈ {paper:.2f}", thresholds.verdict_text(t.verdict(paper), t.interval()))
+               f"errors meet at K/M ≈ {paper:.2f}", claims.threshold_text(claims.threshold_verdict(t, paper), t.interval()))
 
 
 fig5c = toy(_fig5c)
@@ -189,7 +189,7 @@ def k_sweep(task: str, regime: str, m_paper: int):
                 f"{thresholds.CONFIDENCE:.0%} interval {line.interval}")
         t = thresholds.Threshold(line.K_over_M, bool(line.extrapolated), line.lo, line.hi, line.x_min, line.x_max,
                                  int(line.seeds))
-        verdict = thresholds.verdict_text(claims.threshold_verdict(claim, t), line.interval)
+        verdict = claims.threshold_text(claims.threshold_claim(claim, t), line.interval, claim.margin, claim.precision, claim.decides_within)
         return Row(scale if line.M == m_paper and scale == "paper" else "reduced", rel,
                    f"{len(cells)} K values × {cells.n.max()} seeds, M={line.M}, {line.epochs} epochs, decoders "
                    f"{fan}" + (" (not the default: the authors' stacked3d has not run here)" if fan != FANS[0] else ""),
