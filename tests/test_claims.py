@@ -180,3 +180,63 @@ def test_a_threshold_claim_carries_its_value_margin_and_precision_and_judges_a_s
     bad.write_text("- {id: x, item: X, words: w, where: s, kind: threshold, cells: [t, r], value: 0.4}\n")
     with pytest.raises(ValueError, match="a threshold needs its value, margin, precision"):
         claims.load(bad)
+
+
+def _feature(*tests):
+    return Claim("f", "X", "a feature", "§1", "feature", (), tests=tuple(tests), why="w")
+
+
+@pytest.mark.parametrize("test, good, bad", [
+    ({"of": "q", "below": 0.25}, 0.2, 0.3), ({"of": "q", "above": 10}, 11, 9),
+    ({"of": "q", "near": 1.0, "within": 0.05}, 0.96, 1.06), ({"of": "q", "near": 1.0, "within": 0.05}, 1.04, 0.94),
+    ({"of": "q", "falls": True}, [5, 3, 1], [5, 3, 4]), ({"of": "q", "rises": True}, [1, 2, 3], [1, 1, 3])])
+def test_a_feature_holds_on_its_declared_bound_and_fails_past_it_either_side(test, good, bad):
+    c = _feature(test)
+    assert claims.feature(c, {"q": good})[0] == "agrees"
+    word, text = claims.feature(c, {"q": bad})
+    assert word == "differs" and "fails: q" in text
+    assert claims.feature(c, {})[0] == "no result"  # a quantity the run did not record is not judged
+    assert claims.feature_text(c, {"q": good}).startswith("qualitative: agrees (test: q ")
+
+
+def test_a_feature_declaration_needs_one_operator_a_bound_and_its_reason(tmp_path):
+    bad = [{"of": "q"}, {"of": "q", "below": 1, "above": 0}, {"of": "q", "near": 1}, {"below": 1},
+           {"of": "q", "below": 1, "typo": 2}]
+    for test in bad:
+        f = tmp_path / "c.yaml"
+        f.write_text(yaml_dump([{"id": "f", "item": "X", "words": "w", "where": "§", "kind": "feature", "tests": [test],
+                                 "why": "w"}]))
+        with pytest.raises(ValueError, match="a feature needs tests"):
+            claims.load(f)
+    f.write_text(yaml_dump([{"id": "f", "item": "X", "words": "w", "where": "§", "kind": "feature",
+                             "tests": [{"of": "q", "below": 1}]}]))
+    with pytest.raises(ValueError, match="reason"):
+        claims.load(f)
+
+
+def yaml_dump(x):
+    import yaml
+    return yaml.safe_dump(x)
+
+
+EACH = Claim("g", "X", "only at small gains", "§1", "ordering", ("large", "small"), each=True)
+
+
+def test_an_each_ordering_judges_every_pair_of_members_with_holm():
+    large = {"gain 1": seeds(50, seed=1), "gain 10": seeds(60, seed=2)}
+    small = {"gain 0.1": seeds(20, seed=3), "gain 0.01": seeds(10, seed=4)}
+    judged = claims.judge([EACH], {"large": large, "small": small})
+    assert len(judged) == 4 and all(j.holds for j in judged)
+    assert {j.what() for j in judged} >= {"gain 1 > gain 0.1", "gain 10 > gain 0.01"}
+    assert claims.summary(judged)[0] == "agrees"
+    # one large gain below one small one: that pair fails, and the claim with it
+    worse = dict(large, **{"gain 1": seeds(15, seed=1)})
+    judged = claims.judge([EACH], {"large": worse, "small": small})
+    assert claims.summary(judged)[0] == "differs" and "gain 1 > gain 0.1" in claims.summary(judged)[1]
+
+
+def test_each_paper_declares_its_own_items():
+    """Paper 003's Fig 6 (the toy's initial scale) is declared; paper 004's Fig 6 (an identity) is not paper 003's."""
+    path, ids = claims.declared_for("Fig 6", "003")
+    assert path.parent.name == "routing" and ids == ["toy-init-scale"]
+    assert claims.declared_for("Fig 6", "004") == (None, [])

@@ -13,6 +13,9 @@ Kinds:
 - ``threshold`` (cells: the sweep, ``value``: the paper's, ``margin``, ``precision``, ``decides_within``): the
   paper's value inside the sweep's interval ± margin, the interval no wider than ``decides_within``; a verdict that
   flips within ``precision`` of the margin is "borderline" (:func:`threshold_verdict`).
+- ``feature`` (``tests``: [{of, below | above | falls | rises | near + within}], ``why``): a figure's stated
+  feature read off a deterministic run's numbers (a simulation of the reduction, a toy net): every test on the named
+  quantities holds. The paper's own code reads the quantities from its files; the bounds are here, with the reason.
 - ``identity``: an equation checked by the test suite; shown, never counted.
 
 Controls: ``must: no_difference`` (an ordering's or a nearness's: two-sided Welch on the control pair, or on
@@ -33,7 +36,8 @@ import yaml
 
 from gatelab.papers import stats, thresholds
 
-KINDS = ("ordering", "equivalence", "nearer", "threshold", "identity")
+KINDS = ("ordering", "equivalence", "nearer", "threshold", "feature", "identity")
+OPS = ("below", "above", "falls", "rises", "near")
 MUSTS = ("no_difference", "differ")
 STILL = 1.0  # points a cell's mean best-so-far may still rise over its last fifth of epochs: more is "still learning"
 
@@ -61,6 +65,8 @@ class Claim:
     value: Optional[float] = None  # threshold: the paper's value
     precision: Optional[float] = None  # threshold: how well the margin itself is known
     decides_within: Optional[float] = None  # threshold: the widest interval that decides
+    tests: tuple = ()  # feature: ({"of": quantity, op: bound}, ...)
+    each: bool = False  # ordering: the cells are groups, and every member of the first is above every one of the second
 
 
 def _claim(d: dict, source: Path) -> Claim:
@@ -69,12 +75,19 @@ def _claim(d: dict, source: Path) -> Claim:
               cells=tuple(d.get("cells") or ()), margin=d.get("margin"), why=str(d.get("why", "")),
               min_seeds=int(d.get("min_seeds", 2)), rows=tuple(d.get("rows") or ()), value=d.get("value"),
               precision=d.get("precision"), decides_within=d.get("decides_within"),
+              tests=tuple(dict(t) for t in d.get("tests") or ()), each=bool(d.get("each", False)),
               control=Control(str(ctl["must"]), tuple(ctl.get("cells") or ()), bool(ctl.get("untrained", False)))
               if ctl else None)
-    need = {"ordering": 2, "equivalence": 2, "nearer": 3, "threshold": 2, "identity": 0}
+    need = {"ordering": 2, "equivalence": 2, "nearer": 3, "threshold": 2, "feature": 0, "identity": 0}
     if c.kind not in KINDS:
         raise ValueError(f"{source}: claim {c.id}: kind {c.kind!r} is not one of {', '.join(KINDS)}")
-    if len(c.cells) != need[c.kind]:
+    if c.kind == "feature":
+        bad = [t for t in c.tests if "of" not in t or len([o for o in OPS if o in t]) != 1
+               or ("near" in t) != ("within" in t) or set(t) - {"of", "within", *OPS}]
+        if not c.tests or bad or not c.why:
+            raise ValueError(f"{source}: claim {c.id}: a feature needs tests [{{of, one of {', '.join(OPS)}}}] "
+                             f"(near with within) and the reason for the bounds; got {list(c.tests)}")
+    elif len(c.cells) != need[c.kind]:
         raise ValueError(f"{source}: claim {c.id}: a {c.kind} reads {need[c.kind]} cells, got {list(c.cells)}")
     if c.kind == "equivalence" and not (c.margin and c.why):
         raise ValueError(f"{source}: claim {c.id}: an equivalence needs a margin and the reason for it")
@@ -101,17 +114,16 @@ def paper_claims(package: str) -> list[Claim]:
     return load(Path(__file__).resolve().parent / package / "claims.yaml")
 
 
-PAPERS = ("npf", "dgn", "routing")  # the packages with a claims.yaml
+PACKAGES = {"001": "npf", "002": "dgn", "003": "routing", "004": "races"}  # the page's papers and their packages
+PAPERS = tuple(p for p in PACKAGES.values() if (Path(__file__).resolve().parent / p / "claims.yaml").is_file())
 
 
-def declared_for(item: str) -> tuple[Optional[Path], list[str]]:
-    """(the claims file, the ids) of the counted claims declared for page item ``item``; (None, []) if none."""
-    for package in PAPERS:
-        path = Path(__file__).resolve().parent / package / "claims.yaml"
-        ids = [c.id for c in load(path) if c.item == item and c.kind != "identity"]
-        if ids:
-            return path, ids
-    return None, []
+def declared_for(item: str, paper: str) -> tuple[Optional[Path], list[str]]:
+    """(the claims file, the ids) of the counted claims that paper ``paper`` ("003") declares for its page item
+    ``item``; (None, []) if none (the item's rule is still in code)."""
+    path = Path(__file__).resolve().parent / PACKAGES[paper] / "claims.yaml"
+    ids = [c.id for c in load(path) if c.item == item and c.kind != "identity"] if path.is_file() else []
+    return (path, ids) if ids else (None, [])
 
 
 def of_item(claims: list[Claim], item: str, row: str = "") -> list[Claim]:
@@ -164,6 +176,25 @@ def _test(kind: str, cells: list, margin: Optional[float]) -> stats.Result:
     return stats.nearer(*cells)
 
 
+def _each(claims: list[Claim], data: dict, names: dict) -> tuple[list[Claim], dict]:
+    """An ``each`` ordering on groups ({group: {member: values}}) as one ordering per pair of members."""
+    from dataclasses import replace
+    out, flat = [], {k: v for k, v in data.items() if not isinstance(v, dict)}
+    for c in claims:
+        if not c.each:
+            out.append(c)
+            continue
+        a, b = (data.get(g) or {} for g in c.cells)
+        for x in a:
+            for y in b:
+                ka, kb = f"{c.cells[0]}:{x}", f"{c.cells[1]}:{y}"
+                flat[ka], flat[kb] = a[x], b[y]
+                names.setdefault(ka, str(x))
+                names.setdefault(kb, str(y))
+                out.append(replace(c, id=f"{c.id}[{x}>{y}]", cells=(ka, kb), each=False))
+    return out, flat
+
+
 def _control(c: Claim, data: dict, untrained: dict) -> tuple[Optional[stats.Result], Optional[bool]]:
     if c.control is None:
         return None, None
@@ -183,6 +214,7 @@ def judge(claims: list[Claim], data: dict, untrained: Optional[dict] = None, pap
     same nets untrained} for untrained controls; ``paper``: {cell: stats.Cell} published. A claim with fewer than
     its ``min_seeds`` in a cell it reads is left out. Holm's correction runs over the claims judged."""
     untrained, names = untrained or {}, names or {}
+    claims, data = _each(claims, data, names)
     out = []
     for c in claims:
         if any(_n(data.get(x)) < max(2, c.min_seeds) for x in c.cells):
@@ -215,6 +247,53 @@ def summary(judged: list[Judged]) -> tuple[str, str]:
     return word, (f"{held} of {len(counted)} claims hold (Welch/TOST, Holm)" +
                   (f" (not: {'; '.join(failed)})" if failed else "") + (f"; controls: {controls}" if controls else "") +
                   (f"; not counted, the paper's own numbers fail it: {'; '.join(unbacked)}" if unbacked else ""))
+
+
+# -- features of deterministic runs --
+
+def _holds(t: dict, x) -> bool:
+    if "below" in t:
+        return x < t["below"]
+    if "above" in t:
+        return x > t["above"]
+    if "near" in t:
+        return abs(x - t["near"]) <= t["within"]
+    xs = list(x)
+    pairs = list(zip(xs, xs[1:]))
+    return bool(pairs) and all(b < a if "falls" in t else b > a for a, b in pairs)
+
+
+def _said(t: dict) -> str:
+    op = next(o for o in OPS if o in t)
+    if op in ("falls", "rises"):
+        return f"{t['of']} {op}"
+    return f"{t['of']} {'<' if op == 'below' else '>' if op == 'above' else '≈'} {t[op]:g}" + (
+        f" ± {t['within']:g}" if op == "near" else "")
+
+
+def feature(c: Claim, values: dict) -> tuple[str, str]:
+    """(word, test) of a ``feature`` claim on ``values`` {quantity: number or sequence}: ``agrees`` when every test
+    holds, ``differs`` when one fails (named), ``no result`` when a quantity is missing."""
+    missing = [t["of"] for t in c.tests if values.get(t["of"]) is None]
+    if missing:
+        return "no result", f"not recorded: {', '.join(missing)}"
+    failed = [_said(t) for t in c.tests if not _holds(t, values[t["of"]])]
+    test = "; ".join(_said(t) for t in c.tests)
+    return ("differs", f"{test}; fails: {', '.join(failed)}") if failed else ("agrees", test)
+
+
+def feature_text(c: Claim, values: dict) -> str:
+    """The page's verdict of a feature claim: ``qualitative: agrees (test: ...)``."""
+    word, test = feature(c, values)
+    return "not judged: " + test if word == "no result" else f"qualitative: {word} (test: {test})"
+
+
+def one(package: str, claim_id: str) -> Claim:
+    """The claim ``claim_id`` of a paper's package."""
+    found = [c for c in paper_claims(package) if c.id == claim_id]
+    if len(found) != 1:
+        raise ValueError(f"{package}/claims.yaml: no claim {claim_id!r}")
+    return found[0]
 
 
 # -- published mean ± std (docs/reproducing.md "One rule per kind") --
