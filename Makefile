@@ -14,7 +14,8 @@ FIG_SCALE ?= quick
 R = $(PYTHON) -m gatelab reproduce
 ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jobs $(JOBS)) $(if $(EPOCHS),--epochs $(EPOCHS)) \
 	$(if $(SEEDS),--seeds $(SEEDS)) $(if $(filter 0,$(BATCH)),--no-stack) $(if $(filter 1,$(SGD_SWEEP)),--sgd-sweep) \
-	$(if $(filter 1,$(ROW)),--row) $(if $(filter 1,$(SLURM)),--slurm) $(if $(filter 1,$(DRY)),--dry-run) $(EXTRA)
+	$(if $(filter 1,$(ROW)),--row) $(if $(filter 1,$(SLURM)),--slurm) $(if $(filter 1,$(STATUS)),--status) \
+	$(foreach s,$(SLURM_SET),--slurm-set $(s)) $(if $(filter 1,$(DRY)),--dry-run) $(EXTRA)
 
 .PHONY: help install test test-all run table2 table2-mnist table2-mnist-full table2-quick report figure3 bench table4 table4-quick dgn-figures dgn-figure5 dgn-figure5-reduced exp6 exp6-reduced page \
 	table2-conv-reduced table2-conv-cpu table4-conv-reduced table4-conv-reduced-grid table4-conv-cpu \

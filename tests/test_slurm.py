@@ -235,19 +235,72 @@ def test_a_prerequisite_is_an_earlier_wave_not_training_hidden_in_a_job(cluster,
     assert "4 runs: 4 completed" in _summary(p.stdout + p.stderr)
 
 
-def test_a_recipe_goes_to_slurm_run_set_by_run_set(cluster, tmp_path, monkeypatch):
-    """``python -m gatelab reproduce <recipe> --slurm``: each run set through the cluster launcher in
-    order, so FLNPF's run set finds the ReLU runs of the one before done, then the report."""
-    from gatelab.launch import recipes
-    for k, v in cluster.items():
-        monkeypatch.setenv(k, v)
-    base = [*FITS, "seed=0,1", "epochs=1", "arch.dense=[8]", "progress=false", f"out_root={tmp_path}"]
-    r = recipes.Recipe("slurm-test", "test", [[*base, "regime=relu"], [*base, "regime=flnpf"]], reports=[
-        ["gatelab.papers.npf", "table2", "--runs", str(tmp_path), "--out", str(tmp_path / "report"), "--command",
-         "{command}"]])
-    assert recipes.run_slurm(r) == []
-    assert recipes.run_figures_and_reports(r, "test") == []
-    results = sorted(tmp_path.glob("runs/*/*/seed*/results.json"))
-    assert sorted(p.parent.parent.name for p in results) == ["flnpf", "flnpf", "relu", "relu"]
-    assert all(json.loads(p.read_text())["status"] == "completed" for p in results)
-    assert "| FC | Adam | MNIST |" in (tmp_path / "report" / "table2.md").read_text()
+def _two_wave_recipe(out, env, report):
+    """A table of two waves: FLNPF (wave 2) after the ReLU run its gates come from (wave 1); its report copies
+    the journal (json.tool), so that rendering is seen."""
+    from gatelab.launch.recipes import Recipe
+    runs = [["regime=flnpf", "seeds=[0]", "epochs=1", "arch.dense=[8]", "progress=false", "threads=1",
+             f"out_root={out}", f"data.root={env['GATELAB_DATA']}"]]
+    return Recipe("two-wave", "FLNPF after its ReLU source", runs, reports=[["json.tool", str(out / "jobs.json"),
+                                                                                str(report)]])
+
+
+def _submitted(cluster, tmp_path, monkeypatch):
+    from gatelab.launch import recipes, submit
+    for k in ("SLURM_CONF", "GATELAB_DATA"):
+        monkeypatch.setenv(k, cluster[k])
+    r = _two_wave_recipe(tmp_path, cluster, tmp_path / "report.json")
+    waves = recipes.plan_recipe(r)
+    t0 = time.time()
+    entries = submit.submit(r.name, waves, [], tmp_path, submit.settings(["gpus_per_node=0", "cpus_per_task=1",
+                                                                          "mem_gb=2"]))
+    return r, entries, time.time() - t0
+
+
+def _until(pred, timeout=300):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        got = pred()
+        if got:
+            return got
+        time.sleep(1)
+    raise AssertionError(f"not reached in {timeout} s")
+
+
+def test_a_two_wave_table_is_submitted_in_one_call_and_status_follows_it_to_the_report(cluster, tmp_path, monkeypatch):
+    from gatelab.launch import submit
+    from gatelab.papers.reproduce import slurm_status
+    r, entries, seconds = _submitted(cluster, tmp_path, monkeypatch)
+    relu, flnpf = entries
+    assert [e.wave for e in entries] == [1, 2] and relu.job_id and flnpf.job_id and seconds < 30
+    assert flnpf.after == [relu.job_id] and not relu.after  # the second wave waits on the first
+    first = {s.entry.name: s for s in submit.status(entries)}
+    assert first[flnpf.name].state == "pending" and relu.job_id in first[flnpf.name].why, first
+    assert (tmp_path / "jobs.json").is_file() and not (tmp_path / "report.json").exists()
+    assert slurm_status(r, tmp_path, "test") == 3  # queued or running: no report yet
+    _until(lambda: all(s.state == "done" for s in submit.status(submit.load_journal(tmp_path))))
+    assert slurm_status(r, tmp_path, "test") == 0 and (tmp_path / "report.json").is_file()  # rendered
+    res = json.loads(next(tmp_path.glob("runs/*/flnpf/seed0*/results.json")).read_text())
+    assert res["status"] == "completed"
+    # submitting again queues nothing: every run is done
+    again = submit.submit(r.name, [], [], tmp_path, submit.settings(["gpus_per_node=0", "cpus_per_task=1", "mem_gb=2"]))
+    assert again == []
+
+
+def test_a_failed_prerequisite_leaves_its_dependents_unrun_and_reported(cluster, tmp_path, monkeypatch, capsys):
+    from gatelab.launch import submit
+    from gatelab.papers.reproduce import slurm_status
+    r, entries, _ = _submitted(cluster, tmp_path, monkeypatch)
+    relu, flnpf = entries
+    subprocess.run(["scancel", relu.job_id], check=True, env=cluster)
+
+    def ended():
+        got = {s.entry.name: s for s in submit.status(entries)}
+        return got if got[flnpf.name].state not in ("pending", "running") else None
+    got = _until(ended, 120)
+    assert got[relu.name].state == "failed" and "CANCELLED" in got[relu.name].why
+    assert got[flnpf.name].state == "not run" and relu.job_id in got[flnpf.name].why
+    assert slurm_status(r, tmp_path, "test") == 1 and not (tmp_path / "report.json").exists()
+    out = capsys.readouterr().out
+    assert "1 failed, 1 not run" in out and "not run" in out
+    assert not list(tmp_path.glob("runs/*/flnpf/seed0*/results.json"))  # the dependent never started

@@ -12,7 +12,7 @@ beside their paper, in ``gatelab/papers/<paper>/recipes.py``, registered with :f
 (:mod:`gatelab.launch.plan`), orders them in waves (a job's prerequisites in an earlier wave, a job
 that two run sets share once), checks every job before anything trains, and prices what is left
 (:mod:`gatelab.launch.costs`). :func:`run_local` trains the waves here, ``--jobs N`` at a time;
-:func:`run_slurm` hands each run set to the SLURM launcher, which submits it in waves.
+:func:`gatelab.launch.submit.submit` queues every wave on SLURM at once, each job after its prerequisites.
 """
 from __future__ import annotations
 
@@ -170,6 +170,7 @@ class Step:
     overrides: list[str]
     job: plan.Job
     runs: list[plan.RunLeft]
+    after: frozenset = frozenset()  # the run directories of its prerequisites (an earlier wave trains them)
 
     @property
     def steps_left(self) -> int:
@@ -202,7 +203,8 @@ def plan_recipe(r: Recipe, check: bool = True) -> list[list[Step]]:
             built = plan.build(load(overrides))
             if check:
                 plan.check(built)
-            steps.append(Step(overrides, built[-1], plan.runs_left(built[-1])))
+            after = frozenset(str(d) for j in built[:-1] if j.features is None for _, d in j.entries)
+            steps.append(Step(overrides, built[-1], plan.runs_left(built[-1]), after))
         out.append(steps)
     return out
 
@@ -334,13 +336,6 @@ class Progress:
 
 INTERRUPTED = (130, 143)  # run.py's exit after Ctrl-C or SIGTERM: progress saved, the runs recorded as interrupted
 STOPPED = " (stopped: the same command resumes it)"
-
-
-def run_slurm(r: Recipe) -> list[str]:
-    """Each run set through the SLURM launcher (``hydra/launcher=cluster``), in order: each is
-    submitted in waves and waited for, so a later run set finds its prerequisites done."""
-    return [" ".join(rs) for rs in r.runs
-            if _call([sys.executable, str(RUN_PY), "-m", "hydra/launcher=cluster", *rs]) != 0]
 
 
 PAGE = ["gatelab", "page"]  # the page of what reproduces, outputs/reports/README.md (gatelab.papers.page)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gatelab.core.config import ConfigError
 from gatelab.data.datasets import DataNotFoundError
-from gatelab.launch import costs, recipes
+from gatelab.launch import costs, recipes, submit
 from gatelab.launch.recipes import Options
 
 
@@ -49,7 +49,13 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--scale", default=None, help="one of the recipe's scales (default: its first)")
     rp.add_argument("--dry-run", action="store_true", help="print the jobs in waves and their cost; train nothing")
     rp.add_argument("--jobs", type=_positive, default=1, help="jobs at once on this machine (one CPU thread each when several; one job alone takes every core)")
-    rp.add_argument("--slurm", action="store_true", help="submit each run set to SLURM (hydra/launcher=cluster)")
+    rp.add_argument("--slurm", action="store_true", help="queue every job on SLURM at once, each after its "
+                    "prerequisites, and return (gatelab.launch.submit)")
+    rp.add_argument("--status", action="store_true", help="the recipe's SLURM jobs: done, running, pending, failed, "
+                    "with the time left; renders the reports once every run is done")
+    rp.add_argument("--slurm-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a SLURM request setting over conf/hydra/launcher/cluster.yaml and conf/local/site.yaml "
+                    "(partition, account, qos, gpus_per_node, cpus_per_task, mem_gb, timeout_min, ...)")
     rp.add_argument("--report-only", action="store_true", help="render the report from the runs on disk")
     rp.add_argument("--epochs", type=int, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
     rp.add_argument("--seeds", default=None, help="these seeds (e.g. 0,1) instead of the experiments'")
@@ -91,11 +97,21 @@ def reproduce(args) -> int:
     r = recipes.build(args.recipe, _options(args))
     if args.report_only:
         return 1 if recipes.run_figures_and_reports(recipes.Recipe(r.name, r.about, reports=r.reports), command) else 0
+    folder = submit.journal_dir(r.name, args.scale, _options(args).variant())
+    if args.status:
+        return slurm_status(r, folder, command)
     waves = recipes.plan_recipe(r)
     print(recipes.describe(r, waves, args.scale) + f"\n(planned in {time.time() - t0:.1f} s)", flush=True)
     if args.dry_run:
         return 0
-    failed = recipes.run_slurm(r) if args.slurm else recipes.run_local(waves, args.jobs)
+    if args.slurm:
+        entries = submit.submit(r.name, waves, r.figures, folder, submit.settings(args.slurm_set))
+        queued = [e for e in entries if e.job_id]
+        print(f"submitted: {len(queued)} job(s) queued, {len(entries) - len(queued)} done already; journal "
+              f"{folder / 'jobs.json'}; follow with: python -m gatelab reproduce {args.recipe} --scale {args.scale} "
+              "--status (it renders the reports when every run is done)")
+        return 0
+    failed = recipes.run_local(waves, args.jobs)
     if any(f.endswith(recipes.STOPPED) for f in failed):  # a report of stopped runs would replace a finished one
         print("reports not rendered: a job was stopped; the same command resumes it and then renders them "
               "(--report-only renders what is there now)", file=sys.stderr)
@@ -104,6 +120,28 @@ def reproduce(args) -> int:
     for f in failed:
         print(f"failed: {f}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def slurm_status(r, folder: Path, command: str) -> int:
+    """``--status``: each submitted job's state, the time left priced from the plan; the reports once every run is
+    done. Exit 0 when all is done (and rendered), 3 while jobs are queued or running, 1 when one failed."""
+    entries = submit.load_journal(folder)
+    if not entries:
+        raise ConfigError(f"no SLURM jobs of this recipe: {folder / 'jobs.json'} is missing (submit with --slurm)")
+    got = submit.status(entries)
+    waves = recipes.plan_recipe(r, check=False)
+    left = [s for w in waves for s in w if s.steps_left]
+    price = costs.words(costs.price([x for s in left for x in s.priced()], costs.load()), costs.load(), long=True) \
+        if left else ""
+    print(submit.status_text(got, f"left: {price}" if price else ""), flush=True)
+    states = {s.state for s in got}
+    if states <= {"done"}:
+        failed = recipes.run_figures_and_reports(recipes.Recipe(r.name, r.about, reports=r.reports, banner=r.banner),
+                                                 command.replace(" --status", " --slurm"))
+        for f in failed:
+            print(f"failed: {f}", file=sys.stderr)
+        return 1 if failed else 0
+    return 1 if states & {"failed", "not run", "lost"} else 3
 
 
 def make_targets() -> dict[tuple, str]:
