@@ -1,16 +1,27 @@
-"""``python -m gatelab reproduce <recipe> ...`` / ``python -m gatelab recipes``: see :mod:`gatelab.papers.reproduce`;
-``python -m gatelab page [--check]``: the page of what reproduces, see :mod:`gatelab.papers.page`."""
+"""The ``gatelab`` command (``python -m gatelab``): ``gatelab run ARGS`` trains as ``python run.py ARGS`` does
+(:mod:`gatelab.run`); ``gatelab reproduce <recipe> ...`` / ``gatelab recipes`` / ``gatelab costs``: see
+:mod:`gatelab.papers.reproduce`; ``gatelab page [--check]``: the page of what reproduces (:mod:`gatelab.papers.page`)."""
 import sys
 
 from gatelab.core import early_stop
 
-_EARLY = early_stop.install()
-if sys.argv[1:2] == ["page"]:
-    from gatelab.papers.page import main as page
-    early_stop.release(_EARLY)
-    sys.exit(page(sys.argv[2:]))
 
-from gatelab.papers.reproduce import main  # noqa: E402
+def cli() -> None:
+    installed = early_stop.install()
+    command, rest = sys.argv[1:2], sys.argv[2:]
+    if command == ["run"]:
+        from gatelab.run import entry
+        early_stop.release(installed)
+        entry(rest)
+        return
+    if command == ["page"]:
+        from gatelab.papers.page import main as page
+        early_stop.release(installed)
+        sys.exit(page(rest))
+    from gatelab.papers.reproduce import main
+    early_stop.release(installed)
+    sys.exit(main())
 
-early_stop.release(_EARLY)
-sys.exit(main())
+
+if __name__ == "__main__":
+    cli()

@@ -41,7 +41,7 @@ def bad_option(argv: list[str]) -> Optional[str]:
     """A config group option that conf/ does not have (``regime=flnpff``, also inside a sweep or an
     ``+experiment=[...]`` list), naming the group, the value, the closest option and the options; or a
     key the schema does not have (``epochz=5``), naming the closest real key; None when all is well."""
-    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "hydra"}
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in ("hydra", "__pycache__")}
     parser = OverridesParser.create()
     for arg in argv:
         try:

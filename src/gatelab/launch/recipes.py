@@ -30,7 +30,9 @@ from gatelab.core.runs import IDENTITY, compose
 from gatelab.launch import costs, plan
 from gatelab.launch.sweep import job_overrides
 
-RUN_PY = Path(__file__).resolve().parents[3] / "run.py"
+RUN_PY = Path(__file__).resolve().parents[3] / "run.py"  # a checkout's
+# a job's command: a checkout's run.py (its own src first, whatever is installed), else the installed `gatelab run`
+RUN = [sys.executable, str(RUN_PY)] if RUN_PY.is_file() else [sys.executable, "-m", "gatelab", "run"]
 
 
 @dataclass
@@ -291,7 +293,7 @@ def run_local(waves: list[list[Step]], jobs: int = 1) -> list[str]:
     failed = []
     progress = Progress([s for w in waves for s in w])
     for wave in waves:
-        argvs = [[sys.executable, str(RUN_PY), *s.overrides, *(["threads=1"] if jobs > 1 else [])] for s in wave]
+        argvs = [[*RUN, *s.overrides, *(["threads=1"] if jobs > 1 else [])] for s in wave]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             codes = list(pool.map(progress.call, wave, argvs))
         failed += [s.job.name + (STOPPED if code in INTERRUPTED else "") for s, code in zip(wave, codes) if code != 0]

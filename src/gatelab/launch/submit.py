@@ -63,8 +63,9 @@ def settings(sets: Optional[list[str]] = None) -> dict:
     return out
 
 
-def script(argv: list[str], params: dict, name: str, logs: Path) -> str:
-    """The batch script of one job: ``argv`` run from the repository's root; on the time-limit signal its runs stop
+def script(argv: list[str], params: dict, name: str, logs: Path, cwd: Path) -> str:
+    """The batch script of one job: ``argv`` run from ``cwd`` (where the recipe was submitted: its out_roots are
+    relative to it); on the time-limit signal its runs stop
     at a checkpoint (run.py's SIGTERM) and the job requeues itself, at most ``max_num_timeout`` times."""
     p = params
     lines = ["#!/bin/bash", f"#SBATCH --job-name={name}", f"#SBATCH --output={logs}/%j.out", "#SBATCH --open-mode=append",
@@ -74,7 +75,7 @@ def script(argv: list[str], params: dict, name: str, logs: Path) -> str:
     lines += [f"#SBATCH --signal=B:USR2@{int(p['signal_delay_s'])}"] if p.get("timeout_min") and p.get("signal_delay_s") else []
     lines += [f"#SBATCH --gpus-per-node={int(p['gpus_per_node'])}"] if p.get("gpus_per_node") else []
     lines += [f"#SBATCH --{k}={p[k]}" for k in ("partition", "account", "qos") if p.get(k)]
-    lines += [*p.get("setup", []), f"cd {shlex.quote(str(ROOT))}",
+    lines += [*p.get("setup", []), f"cd {shlex.quote(str(cwd))}",
               'stop=""',
               'trap \'stop=1; kill -TERM "$child" 2>/dev/null\' USR2',
               " ".join(shlex.quote(a) for a in argv) + " &",
@@ -83,9 +84,6 @@ def script(argv: list[str], params: dict, name: str, logs: Path) -> str:
               f'if [ -n "$stop" ] && [ "${{SLURM_RESTART_COUNT:-0}}" -lt {int(p.get("max_num_timeout") or 0)} ]; then',
               '  scontrol requeue "$SLURM_JOB_ID"; exit 0', "fi", 'exit "$code"']
     return "\n".join(lines) + "\n"
-
-
-ROOT = Path(__file__).resolve().parents[3]  # run.py's folder
 
 
 @dataclass
@@ -137,7 +135,8 @@ def submit(recipe_name: str, waves: list, figures: list[list[str]], folder: Path
     before = {e.name: e for e in load_journal(folder)}
     live = states([e.job_id for e in before.values() if e.job_id])
     out, by_run = [], {}
-    todo = [(i, s.job.name, [sys.executable, str(ROOT / "run.py"), *s.overrides], [str(r.dir) for r in s.runs],
+    from gatelab.launch.recipes import RUN
+    todo = [(i, s.job.name, [*RUN, *s.overrides], [str(r.dir) for r in s.runs],
              getattr(s, "after", frozenset())) for i, w in enumerate(waves, 1) for s in w]
     todo += [(0, "figure: " + " ".join(f), [sys.executable, "-m", *f], [], frozenset()) for f in figures]
     for k, (wave, name, argv, runs, needs) in enumerate(todo):
@@ -150,7 +149,7 @@ def submit(recipe_name: str, waves: list, figures: list[list[str]], folder: Path
         else:
             e.after = sorted({by_run[d] for d in needs if d in by_run})
             path = folder / f"job{k:03d}.sh"
-            path.write_text(script(argv, params, f"gatelab:{recipe_name}:{k}", (folder / "logs").resolve()))
+            path.write_text(script(argv, params, f"gatelab:{recipe_name}:{k}", (folder / "logs").resolve(), Path.cwd()))
             e.job_id, e.submitted = _sbatch(path, e.after), time.strftime("%Y-%m-%dT%H:%M:%S")
         if e.job_id:
             by_run.update({d: e.job_id for d in runs})

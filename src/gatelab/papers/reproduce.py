@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--sgd-sweep", action="store_true", help="Table 2: SGD also at {0.1, 0.01, 0.001}")
     rp.add_argument("--row", action="store_true", help="Table 2: each row in one process")
     rp.add_argument("overrides", nargs="*", help="further config overrides for every run (key=value)")
+    sub.add_parser("run", help="train: gatelab run [key=value ...], what python run.py does in a checkout")
     sub.add_parser("page", help="outputs/reports/README.md, what reproduces item by item (--check: is it current)")
     pm = sub.add_parser("costs", help="priced against measured: every completed run below ROOTS, a line per stack")
     pm.add_argument("roots", nargs="+", type=Path, help="out_roots of runs (e.g. outputs/races)")

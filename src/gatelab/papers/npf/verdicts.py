@@ -7,12 +7,14 @@ from typing import Optional
 
 from omegaconf import OmegaConf
 
+from gatelab.core.config import CONF_DIR
+
 from gatelab.papers import claims, report, stats
 from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
 from gatelab.papers.npf.figure3 import runs_in
 from gatelab.papers.npf.table2 import PAPER_TABLE2, REGIME_TITLES, gap, per_seed
 
-CONF = Path(__file__).resolve().parents[4] / "conf" / "experiment"
+CONF = CONF_DIR / "experiment"
 NAMES = {"relu": "ReLU", "frnpf_ii": "FRNPF-II", "frnpf_di": "FRNPF-DI", "dlnpf": "DLNPF", "flnpf": "FLNPF"}
 GPU = "needs a GPU: `make table2` (`python -m gatelab reproduce table2 --dry-run` prices it)"
 
