@@ -245,7 +245,8 @@ def write(root: Path = REPORTS, check: bool = False, readme: Optional[Path] = No
             stale.append(str(path))
             if not check:
                 path.write_text(text)
-    return stale
+    from gatelab.papers import tables
+    return stale + [str(p) for p in tables.tex_beside(root, check)]  # every report CSV's LaTeX twin
 
 
 def main(argv=None) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from gatelab.core.results import git_commit
-from gatelab.papers import claims, plotting, report, thresholds
+from gatelab.papers import claims, plotting, report, tables, thresholds
 from gatelab.papers.plotting import plt
 from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
@@ -150,37 +150,37 @@ def render(df: pd.DataFrame, rows: list[dict], bad: list[str], command: str) -> 
            "Test-set error (100 − accuracy, %) and cross-entropy on the trained and the untrained (input, output) "
            "domain pairs at the last epoch; mean ± standard error over n seeds (the paper's statistic). "
            "Gap = untrained − trained error; ✓ = within 2 s.e.", ""]
-    out += ["| task | regime | M | epochs | K | K/M | gain | n | err trained | err untrained | gap | loss trained | "
-            "loss untrained | plateau exit (epoch) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for _, r in df.sort_values(["task", "regime", "M", "epochs", "gain", "K"]).iterrows():
-        flag = " ✓" if r.within_2se else ("" if r.learned else " (not learned)")
-        out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K} | {r.K_over_M:.2f} | {r.gain:g} | {r.n} | "
-                   f"{_pm(r.err_trained, r.err_trained_se)} | {_pm(r.err_untrained, r.err_untrained_se)} | "
-                   f"{r.gap:.2f}{flag} | {_pm(r.loss_trained, r.loss_trained_se)} | "
-                   f"{_pm(r.loss_untrained, r.loss_untrained_se)} | {_pm(r.plateau_exit_epoch, None)} |")
+    main = [{"task": r.task, "regime": r.regime, "M": r.M, "epochs": r.epochs, "K": r.K, "K/M": f"{r.K_over_M:.2f}",
+             "gain": f"{r.gain:g}", "n": r.n, "err trained": _pm(r.err_trained, r.err_trained_se),
+             "err untrained": _pm(r.err_untrained, r.err_untrained_se),
+             "gap": f"{r.gap:.2f}" + (" ✓" if r.within_2se else ("" if r.learned else " (not learned)")),
+             "loss trained": _pm(r.loss_trained, r.loss_trained_se),
+             "loss untrained": _pm(r.loss_untrained, r.loss_untrained_se),
+             "plateau exit (epoch)": _pm(r.plateau_exit_epoch, None)}
+            for _, r in df.sort_values(["task", "regime", "M", "epochs", "gain", "K"]).iterrows()]
+    out += [tables.markdown(pd.DataFrame(main))]
     z = zero_shot_threshold(df)
     if len(z):
         out += ["", f"Zero-shot threshold (gain 1; the rule of `gatelab.papers.thresholds`, docs/reproducing.md): the "
                 f"K/M at which the gap falls to {thresholds.LEVEL:g} point, log-linear between the bracketing K of the "
                 f"learned cells (* extrapolated), with its {thresholds.CONFIDENCE:.0%} interval over seeds; agrees when "
                 f"the paper's value lies in the interval ± {thresholds.READ_WITHIN:g} and the interval is no wider than "
-                f"{thresholds.DECIDES_WITHIN:g}, differs when outside, else no evidence:", "",
-                "| task | regime | M | epochs | decoders | K values run | seeds | K/M at gap 1 | interval | paper | verdict |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for _, r in z.iterrows():
-            ours = "—" if math.isnan(r.K_over_M) else f"{r.K_over_M:.2f}{'*' if r.extrapolated else ''}"
-            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.decoder_fan} | {r.K_values} | {r.seeds} | "
-                       f"{ours} | {r.interval} | ≈{r.paper:.2f} | {r.verdict} |")
+                f"{thresholds.DECIDES_WITHIN:g}, differs when outside, else no evidence:", ""]
+        out += [tables.markdown(pd.DataFrame([
+            {"task": r.task, "regime": r.regime, "M": r.M, "epochs": r.epochs, "decoders": r.decoder_fan,
+             "K values run": r.K_values, "seeds": r.seeds,
+             "K/M at gap 1": "—" if math.isnan(r.K_over_M) else f"{r.K_over_M:.2f}{'*' if r.extrapolated else ''}",
+             "interval": r.interval, "paper": f"≈{r.paper:.2f}", "verdict": r.verdict} for _, r in z.iterrows()]))]
     gains = df[df.gain != 1.0]
     if len(gains):
         out += ["", "Gain sweep (Fig 10): untrained − trained error per initialisation gain (\"not learned\": "
-                f"trained error ≥ {LEARNED_BELOW:g}%, still on the plateau after the run's epochs):", "",
-                "| task | regime | M | epochs | K | gain | n | err trained | err untrained | gap |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
-        for _, r in _gain_lines(df).sort_values(["task", "regime", "epochs", "K", "gain"],
-                                                ascending=[True, True, True, True, False]).iterrows():
-            out.append(f"| {r.task} | {r.regime} | {r.M} | {r.epochs} | {r.K} | {r.gain:g} | {r.n} | {_pm(r.err_trained, r.err_trained_se)} | "
-                       f"{_pm(r.err_untrained, r.err_untrained_se)} | {r.gap:.2f}{'' if r.learned else ' (not learned)'} |")
+                f"trained error ≥ {LEARNED_BELOW:g}%, still on the plateau after the run's epochs):", ""]
+        out += [tables.markdown(pd.DataFrame([
+            {"task": r.task, "regime": r.regime, "M": r.M, "epochs": r.epochs, "K": r.K, "gain": f"{r.gain:g}", "n": r.n,
+             "err trained": _pm(r.err_trained, r.err_trained_se), "err untrained": _pm(r.err_untrained, r.err_untrained_se),
+             "gap": f"{r.gap:.2f}{'' if r.learned else ' (not learned)'}"}
+            for _, r in _gain_lines(df).sort_values(["task", "regime", "epochs", "K", "gain"],
+                                                    ascending=[True, True, True, True, False]).iterrows()]))]
     runs = [report.Run(r["path"], r["status"], ("routing", "sgd", r["task"]), r["regime"], r["lr"], r["seed"], None,
                        r["epochs"], (None, None), r["finished_at"], r["commit"], r["device"], {}, None, None) for r in rows]
     out += ["", "## Provenance", *(report.provenance(runs, command, [

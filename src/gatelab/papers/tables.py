@@ -1,0 +1,74 @@
+"""One table renderer for the reports (issue #50 §3), on pandas: a frame of display cells becomes Markdown
+(``DataFrame.to_markdown``, through tabulate), LaTeX (``Styler.to_latex``, through jinja2) and CSV (``to_csv``).
+
+A paper's code builds the frame (the composite cells, such as ``ours<br>paper<br>Δ``, are its strings) and this
+module writes it; the page (``gatelab page``) also writes, beside every report CSV, its LaTeX twin
+(:func:`tex_beside`; a report's own ``.tex``, Table 2's in the paper's layout, is left as it is), so that every
+report has ``.md``, ``.csv`` and ``.tex``. Numbers are written as the CSV
+holds them: the renderer never rounds.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Optional
+
+import pandas as pd
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A pipe table of the frame's cells as they are (no number parsing: "0.10" stays "0.10")."""
+    cells = frame.astype(object).where(frame.notna(), "")
+    return cells.to_markdown(index=False, tablefmt="pipe", disable_numparse=True)
+
+
+def latex(frame: pd.DataFrame, caption: str = "") -> str:
+    """A booktabs table (``\\toprule``...) of the frame's cells, LaTeX's special characters escaped; a Markdown
+    ``<br>`` inside a composite cell becomes a line break (``\\newline``)."""
+    cells = frame.astype(object).where(frame.notna(), "").astype(str)
+    styler = cells.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
+    text = styler.to_latex(hrules=True, caption=caption or None, position_float="centering" if caption else None,
+                           environment="table" if caption else None)
+    return text.replace("<br>", r" \newline ")
+
+
+def write(frame: pd.DataFrame, out: Path, name: str, caption: str = "",
+          numbers: Optional[pd.DataFrame] = None) -> str:
+    """``<out>/<name>.tex`` of ``frame`` and ``<out>/<name>.csv`` of ``numbers`` (the frame itself when None);
+    returns the Markdown table for the report's page."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (numbers if numbers is not None else frame).to_csv(out / f"{name}.csv", index=False)
+    (out / f"{name}.tex").write_text(latex(frame, caption) + ("" if latex(frame, caption).endswith("\n") else "\n"))
+    return markdown(frame)
+
+
+TWIN = "% gatelab: the cells of "  # the first line of a CSV's LaTeX twin; a .tex without it is its report's own
+
+
+def tex_of_csv(csv: Path) -> str:
+    """The LaTeX twin of a report CSV: its cells as the CSV holds them (read as text, so nothing is re-rounded)."""
+    frame = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    text = latex(frame, caption=f"{Path(csv).parent.name}/{Path(csv).name}")
+    return f"{TWIN}{Path(csv).name}\n" + (text if text.endswith("\n") else text + "\n")
+
+
+def tex_beside(reports: Path, check: bool = False) -> list[Path]:
+    """Write ``<name>.tex`` beside every ``<name>.csv`` under ``reports`` (where it differs); with ``check``, write
+    nothing and return the stale ones."""
+    stale = []
+    for csv in sorted(Path(reports).rglob("*.csv")):
+        if ".parts" in csv.parts:
+            continue
+        tex, text = csv.with_suffix(".tex"), tex_of_csv(csv)
+        if tex.is_file() and not tex.read_text().startswith(TWIN):
+            continue  # the report wrote its own (Table 2's, in the paper's layout)
+        if not tex.is_file() or tex.read_text() != text:
+            stale.append(tex)
+            if not check:
+                tex.write_text(text)
+    return stale
+
+
+def cells(rows: Iterable[dict], columns: list[str]) -> pd.DataFrame:
+    """A display frame from rows of cells, in ``columns``' order."""
+    return pd.DataFrame(list(rows), columns=columns)

@@ -1,0 +1,54 @@
+"""One table renderer (issue #50 §3, gatelab.papers.tables): Markdown, LaTeX and CSV from one frame of cells; every
+committed report CSV has its LaTeX (a twin written by the page, or the report's own); re-rendering a report from
+its CSV leaves its numbers as they were."""
+import shutil
+
+import pandas as pd
+
+from conftest import ROOT
+from gatelab.papers import tables
+
+REPORTS = ROOT / "outputs" / "reports"
+
+
+def _parsed(md: str) -> list[list[str]]:
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in md.splitlines()]
+    return [rows[0]] + rows[2:]  # the header, then the body (the alignment row dropped)
+
+
+def test_one_frame_gives_the_same_cells_in_markdown_latex_and_csv(tmp_path):
+    frame = pd.DataFrame([{"regime": "frnpf_ii", "mean": "95.81 ± 0.11", "paper": "95.85<br>Δ -0.04", "share": "50%"},
+                          {"regime": "relu", "mean": "0.10", "paper": "", "share": "7 & 8"}])
+    numbers = pd.DataFrame([{"regime": "frnpf_ii", "mean": 95.8123}, {"regime": "relu", "mean": 0.1}])
+    md = tables.write(frame, tmp_path, "t", caption="Table 2", numbers=numbers)
+    assert _parsed(md) == [list(frame.columns), *frame.astype(str).values.tolist()]  # "0.10" stays "0.10"
+    tex = (tmp_path / "t.tex").read_text()
+    assert r"frnpf\_ii" in tex and r"50\%" in tex and r"7 \& 8" in tex and r"\newline" in tex and "<br>" not in tex
+    assert r"\toprule" in tex and r"\caption{Table 2}" in tex
+    back = pd.read_csv(tmp_path / "t.csv")
+    assert back["mean"].tolist() == [95.8123, 0.1]  # the numbers as given, not the display cells
+
+
+def test_every_committed_report_csv_has_its_latex_and_the_twins_are_current():
+    csvs = [p for p in REPORTS.rglob("*.csv") if ".parts" not in p.parts]
+    assert len(csvs) > 50
+    assert [p for p in csvs if not p.with_suffix(".tex").is_file()] == []
+    assert tables.tex_beside(REPORTS, check=True) == []  # `gatelab page` rewrote none: made from the CSVs as they are
+    twin = (REPORTS / "routing-reduced" / "routing.tex").read_text()
+    assert twin.startswith(tables.TWIN)
+    first = pd.read_csv(REPORTS / "routing-reduced" / "routing.csv", dtype=str, keep_default_na=False).iloc[0]
+    assert all(str(v).replace("_", r"\_").replace("%", r"\%") in twin for v in first if v)
+
+
+def test_a_report_rendered_again_from_its_csv_keeps_its_numbers(tmp_path):
+    """routing's report, rendered through the one renderer from its committed CSV alone (no runs)."""
+    from gatelab.papers.routing.table import write_table
+    out = tmp_path / "routing-reduced"
+    shutil.copytree(REPORTS / "routing-reduced", out)
+    (tmp_path / "runs").mkdir()
+    write_table(tmp_path / "runs", out, "test", keep=True)
+    key = ["task", "regime", "M", "K", "gain", "epochs", "h", "lr", "limits"]
+    before = pd.read_csv(REPORTS / "routing-reduced" / "routing.csv").sort_values(key).reset_index(drop=True)
+    after = pd.read_csv(out / "routing.csv").sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(before, after)
+    assert "| task " in (out / "routing.md").read_text()
