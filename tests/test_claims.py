@@ -188,6 +188,7 @@ def _feature(*tests):
 
 @pytest.mark.parametrize("test, good, bad", [
     ({"of": "q", "below": 0.25}, 0.2, 0.3), ({"of": "q", "above": 10}, 11, 9),
+    ({"of": "q", "at_least": 10}, 10, 9.99), ({"of": "q", "at_most": 100}, 100, 100.01),
     ({"of": "q", "near": 1.0, "within": 0.05}, 0.96, 1.06), ({"of": "q", "near": 1.0, "within": 0.05}, 1.04, 0.94),
     ({"of": "q", "falls": True}, [5, 3, 1], [5, 3, 4]), ({"of": "q", "rises": True}, [1, 2, 3], [1, 1, 3])])
 def test_a_feature_holds_on_its_declared_bound_and_fails_past_it_either_side(test, good, bad):
@@ -236,7 +237,10 @@ def test_an_each_ordering_judges_every_pair_of_members_with_holm():
 
 
 def test_each_paper_declares_its_own_items():
-    """Paper 003's Fig 6 (the toy's initial scale) is declared; paper 004's Fig 6 (an identity) is not paper 003's."""
+    """Paper 003's Fig 6 (the toy's initial scale) is declared; paper 004's Fig 6, an identity, is declared by
+    paper 004 and never counted: no counted claim for it."""
     path, ids = claims.declared_for("Fig 6", "003")
     assert path.parent.name == "routing" and ids == ["toy-init-scale"]
     assert claims.declared_for("Fig 6", "004") == (None, [])
+    assert [c.kind for c in claims.paper_claims("races") if c.item == "Fig 6"] == ["identity"]
+    assert claims.declared_for("Fig 7", "004")[1] == ["stable-cells"]

@@ -13,7 +13,7 @@ Kinds:
 - ``threshold`` (cells: the sweep, ``value``: the paper's, ``margin``, ``precision``, ``decides_within``): the
   paper's value inside the sweep's interval ± margin, the interval no wider than ``decides_within``; a verdict that
   flips within ``precision`` of the margin is "borderline" (:func:`threshold_verdict`).
-- ``feature`` (``tests``: [{of, below | above | falls | rises | near + within}], ``why``): a figure's stated
+- ``feature`` (``tests``: [{of, below | above | at_least | at_most | falls | rises | near + within}], ``why``): a figure's stated
   feature read off a deterministic run's numbers (a simulation of the reduction, a toy net): every test on the named
   quantities holds. The paper's own code reads the quantities from its files; the bounds are here, with the reason.
 - ``identity``: an equation checked by the test suite; shown, never counted.
@@ -37,7 +37,7 @@ import yaml
 from gatelab.papers import stats, thresholds
 
 KINDS = ("ordering", "equivalence", "nearer", "threshold", "feature", "identity")
-OPS = ("below", "above", "falls", "rises", "near")
+OPS = ("below", "above", "at_least", "at_most", "falls", "rises", "near")
 MUSTS = ("no_difference", "differ")
 STILL = 1.0  # points a cell's mean best-so-far may still rise over its last fifth of epochs: more is "still learning"
 
@@ -256,6 +256,10 @@ def _holds(t: dict, x) -> bool:
         return x < t["below"]
     if "above" in t:
         return x > t["above"]
+    if "at_least" in t:
+        return x >= t["at_least"]
+    if "at_most" in t:
+        return x <= t["at_most"]
     if "near" in t:
         return abs(x - t["near"]) <= t["within"]
     xs = list(x)
@@ -267,7 +271,8 @@ def _said(t: dict) -> str:
     op = next(o for o in OPS if o in t)
     if op in ("falls", "rises"):
         return f"{t['of']} {op}"
-    return f"{t['of']} {'<' if op == 'below' else '>' if op == 'above' else '≈'} {t[op]:g}" + (
+    sign = {"below": "<", "above": ">", "at_least": "≥", "at_most": "≤", "near": "≈"}[op]
+    return f"{t['of']} {sign} {t[op]:g}" + (
         f" ± {t['within']:g}" if op == "near" else "")
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from gatelab.papers import claims, report
 from gatelab.papers.races.table1 import _pm
-from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, qualitative, runs_of
+from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, runs_of
 
 DROP_PAPER = 300  # "the loss drops around t=300" (Fig 1a; d=300, N=200, small init)
 
@@ -100,10 +100,10 @@ def figure1(root: Path) -> Row:
     df = df.assign(sigma0=sigma0(df.sigma0))
     cell = df[(df.sigma0 == 1e-5) & (df.N == 200)].drop_step
     return Row("paper", "races", f"{len(cell)} seeds (every step traced)",
-               f"loss drop (10%) at step {cell.mean():.0f} ± {cell.std(ddof=0):.0f} (std ddof 0, as races/table1.md)",
-               "drop around t=300 (d=300, N=200)",
-               f"differs: {cell.mean() / DROP_PAPER:.1f}× later" if abs(cell.mean() / DROP_PAPER - 1) > 0.5 else
-               qualitative(True, "the drop within 50% of t=300"), "clusters and norms: races/figure1.png; " + drop_note(root))
+               f"loss drop (10%) at step {cell.mean():.0f} ± {cell.std(ddof=0):.0f} (std ddof 0, as races/table1.md), "
+               f"{cell.mean() / DROP_PAPER:.1f}× the paper's", "drop around t=300 (d=300, N=200)",
+               _judged("drop-time", {"drop_over_paper": cell.mean() / DROP_PAPER}),
+               "clusters and norms: races/figure1.png; " + drop_note(root), results="races/loss_drop.csv")
 
 
 def drop_note(root: Path) -> str:
@@ -126,14 +126,14 @@ def figure3a(root: Path) -> Row:
     a = grid.groupby(["d", "N"]).k_end.mean().unstack("N")
     seeds = count_of(grid.groupby(["d", "N"]).seed.nunique().rename("n").to_frame(), None)
     big = [n for n in a.columns if n >= 200]
-    rises = bool((a[big].diff(axis=1).iloc[:, 1:] >= -1).all().all())
     small_d = [d for d in a.index if d <= 100]
-    saturates = bool(all(a.loc[d, max(a.columns)] >= 0.95 * d for d in small_d))
+    values = {"k_step_min_from_200": float(a[big].diff(axis=1).iloc[:, 1:].min().min()),
+              "k_over_d_at_largest_n_min": float(min(a.loc[d, max(a.columns)] / d for d in small_d))}
     below = bool((a.loc[[d for d in a.index if d >= 100], min(a.columns)] > a.loc[[d for d in a.index if d >= 100], 200]).any())
     return Row("paper", "races", f"{len(a.index)} widths × {len(a.columns)} N × {seeds} seeds, σ₀=1e-5, 100 epochs",
                "k at N=4000: " + ", ".join(f"d={int(d)}: {a.loc[d, max(a.columns)]:.0f}" for d in a.index),
-               "k rises with N until it saturates at d", qualitative(rises and saturates, "rises from N=200, saturates at d ≤ 100")
-               + ("; below N=200 k falls with N for d ≥ 100 (races/SUMMARY.md)" if below else ""))
+               "k rises with N until it saturates at d", _judged("clusters-saturate", values)
+               + ("; below N=200 k falls with N for d ≥ 100 (races/SUMMARY.md)" if below else ""), results="races/figure3.csv")
 
 
 def figure3b(root: Path) -> Row:
@@ -143,26 +143,33 @@ def figure3b(root: Path) -> Row:
     cells = df[df.panel == "3b"].assign(sigma0=lambda x: sigma0(x.sigma0)).groupby(["sigma0", "N", "when"])
     b, seeds = cells.k.mean(), count_of(cells.seed.nunique().rename("n").to_frame(), None)
     small, large = b.loc[1e-5], b.loc[1e-3]
-    aligned = bool((small.xs("before drop", level="when") < small.xs("init", level="when")).all())
     end_l, end_s = large.xs("end", level="when").align(small.xs("end", level="when"), join="inner")
-    more = bool((end_l >= end_s).all())
+    values = {"k_before_drop_minus_init_max": float((small.xs("before drop", level="when")
+                                                     - small.xs("init", level="when")).max()),
+              "k_end_large_minus_small_min": float((end_l - end_s).min())}
     return Row("paper", "races", f"{seeds} seeds per cell",
                f"σ₀=1e-5, N=200: k {small.loc[(200, 'init')]:.0f} → {small.loc[(200, 'before drop')]:.0f} before the drop → "
                f"{small.loc[(200, 'end')]:.0f}; σ₀=1e-3 ends at {large.loc[(200, 'end')]:.0f}",
                "neurons align during the plateau; a larger init gives more clusters",
-               qualitative(aligned and more, "k falls before the drop; more clusters at σ₀=1e-3"))
+               _judged("clusters-align-and-init", values), results="races/figure3.csv")
 
 
-def figures4_5(col: str, paper: str, feature: str, sign: int):
+def figures4_5(col: str, paper: str, claim_id: str):
     def row(root: Path) -> Row:
         df = csv(root, "races/figures4_5_stats.csv")
         if df is None:
             return missing("races", "`make races`")
         cells = df.groupby(["sigma0", "N"])[col].mean()
-        ok = bool((sign * cells > 0.5).all())
         return Row("paper", "races", f"{len(df)} nets (every seed)",
-                   f"Spearman ρ per cell {cells.min():.2f} to {cells.max():.2f}", paper, qualitative(ok, feature))
+                   f"Spearman ρ per cell {cells.min():.2f} to {cells.max():.2f}", paper,
+                   _judged(claim_id, {"rho_min": float(cells.min()), "rho_max": float(cells.max())}),
+                   results="races/figures4_5_stats.csv")
     return row
+
+
+def _judged(claim_id: str, values: dict) -> str:
+    """The verdict of paper 004's declared feature claim ``claim_id`` (races/claims.yaml) on ``values``."""
+    return claims.feature_text(claims.one("races", claim_id), values)
 
 
 def figure8(root: Path) -> Row:
@@ -170,8 +177,9 @@ def figure8(root: Path) -> Row:
     if df is None:
         return missing("races", "`make races`")
     return Row("paper", "races", "the traced seed", f"{len(df)} loss points, {df.loss.iloc[0]:.3f} → {df.loss.iloc[-1]:.3g}",
-               "a plateau, then a drop", qualitative(df.loss.iloc[-1] < 0.5 * df.loss.iloc[0], "the loss leaves its plateau"),
-               "the curves of every cell: races/figure1a_loss.png and loss_drop.csv")
+               "a plateau, then a drop", _judged("loss-leaves-plateau", {"loss_end_over_start":
+                                                                        float(df.loss.iloc[-1] / df.loss.iloc[0])}),
+               "the curves of every cell: races/figure1a_loss.png and loss_drop.csv", results="races/figure1a_loss.csv")
 
 
 APPENDIX = "races-appendix"  # python -m gatelab.papers.races figure6 / figure7 (no runs)
@@ -201,15 +209,16 @@ def figure7(root: Path) -> Row:
     lo, hi = FIG7_PAPER
     means = df.groupby(["N", "sign"]).stable_cells.mean()
     inside = int(((means >= lo) & (means <= hi)).sum())
+    values = {"stable_cells_mean_min": float(means.min()), "stable_cells_mean_max": float(means.max())}
     sizes, seeds = sorted(df.N.unique()), df.seed.nunique()
     return Row("paper" if seeds >= 3 else "reduced", APPENDIX, f"{seeds} probe draws × {len(sizes)} N × 2 alignments",
                f"means {means.min():.1f}-{means.max():.1f} at N {sizes[0]}-{sizes[-1]}",
                f"{lo}-{hi} (§3, for its CIFAR-10 datasets)",
-               qualitative(inside == len(means), f"every mean in {lo}-{hi}: {inside} of {len(means)}"),
+               _judged("stable-cells", values) + f"; {inside} of {len(means)} means in {lo}-{hi}",
                ("" if sizes[-1] >= 4000 else "N = 2000, 4000 not run here (the probes' first product grows with N; "
                 "`--sizes` runs them)")
                + ("" if iso is None else f"; what moves it ({APPENDIX}/figure7_isolation.md): "
-                  + figure7_isolation_summary(iso)))
+                  + figure7_isolation_summary(iso)), results=f"{APPENDIX}/figure7.csv")
 
 
 STEP_SIZE = "races/step-size"  # the step-size study: its default rerun beside lr 4e-3 on one machine
@@ -275,11 +284,9 @@ ITEMS = [
     Item("004", "Fig 3a", "clusters against N for several widths", figure3a),
     Item("004", "Fig 3b", "clusters at init, before the drop and at the end", figure3b),
     Item("004", "Fig 4", "norm against alignment early in training",
-         figures4_5("rho_cos_early_log_a_end", "early alignment predicts the final norm",
-                    "ρ(early cos δ̄, final log a) > 0.5 in every cell", 1)),
+         figures4_5("rho_cos_early_log_a_end", "early alignment predicts the final norm", "norm-follows-alignment")),
     Item("004", "Fig 5", "IMP-pruned weights per neuron against early alignment",
-         figures4_5("rho_pruned@0.2", "the aligned neurons lose fewer weights",
-                    "ρ(early cos δ̄, pruned at 20%) < −0.5 in every cell", -1)),
+         figures4_5("rho_pruned@0.2", "the aligned neurons lose fewer weights", "pruned-follows-alignment")),
     Item("004", "Fig 6", "gradient ratio against 3π/4 − φ at init, 1000 neurons", figure6),
     Item("004", "Fig 7", "detected stable cells against N (probe algorithm, 10⁵ probes)", figure7),
     Item("004", "Fig 8", "train loss curves of the default experiments", figure8),
