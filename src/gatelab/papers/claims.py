@@ -16,6 +16,9 @@ Kinds:
 - ``feature`` (``tests``: [{of, below | above | at_least | at_most | falls | rises | near + within}], ``why``): a figure's stated
   feature read off a deterministic run's numbers (a simulation of the reduction, a toy net): every test on the named
   quantities holds. The paper's own code reads the quantities from its files; the bounds are here, with the reason.
+- ``published`` (``why``): every cell of the item against the paper's mean ± std by the one rule (:func:`published`:
+  within when |ours − paper| ≤ max(2 paper-std, 0.5), a cell within only by the floor named, the item borderline when
+  the floor decides it).
 - ``identity``: an equation checked by the test suite; shown, never counted.
 
 Controls: ``must: no_difference`` (an ordering's or a nearness's: two-sided Welch on the control pair, or on
@@ -36,9 +39,9 @@ import yaml
 
 from gatelab.papers import stats, thresholds
 
-KINDS = ("ordering", "equivalence", "nearer", "threshold", "feature", "identity")
+KINDS = ("ordering", "equivalence", "nearer", "threshold", "feature", "published", "identity")
 OPS = ("below", "above", "at_least", "at_most", "falls", "rises", "near")
-MUSTS = ("no_difference", "differ")
+MUSTS = ("no_difference", "differ", "fail")
 STILL = 1.0  # points a cell's mean best-so-far may still rise over its last fifth of epochs: more is "still learning"
 
 
@@ -78,7 +81,7 @@ def _claim(d: dict, source: Path) -> Claim:
               tests=tuple(dict(t) for t in d.get("tests") or ()), each=bool(d.get("each", False)),
               control=Control(str(ctl["must"]), tuple(ctl.get("cells") or ()), bool(ctl.get("untrained", False)))
               if ctl else None)
-    need = {"ordering": 2, "equivalence": 2, "nearer": 3, "threshold": 2, "feature": 0, "identity": 0}
+    need = {"ordering": 2, "equivalence": 2, "nearer": 3, "threshold": 2, "feature": 0, "published": 0, "identity": 0}
     if c.kind not in KINDS:
         raise ValueError(f"{source}: claim {c.id}: kind {c.kind!r} is not one of {', '.join(KINDS)}")
     if c.kind == "feature":
@@ -89,13 +92,18 @@ def _claim(d: dict, source: Path) -> Claim:
                              f"(near with within) and the reason for the bounds; got {list(c.tests)}")
     elif len(c.cells) != need[c.kind]:
         raise ValueError(f"{source}: claim {c.id}: a {c.kind} reads {need[c.kind]} cells, got {list(c.cells)}")
+    if c.kind == "published" and not c.why:
+        raise ValueError(f"{source}: claim {c.id}: a published comparison needs the reason for its rule")
     if c.kind == "equivalence" and not (c.margin and c.why):
         raise ValueError(f"{source}: claim {c.id}: an equivalence needs a margin and the reason for it")
     if c.kind == "threshold" and not (c.value is not None and c.margin and c.precision is not None and c.decides_within
                                       and c.why):
         raise ValueError(f"{source}: claim {c.id}: a threshold needs its value, margin, precision, decides_within "
                          "and the reason for them")
-    if c.control and (c.control.must not in MUSTS or (not c.control.untrained and len(c.control.cells) != 2)):
+    if c.control and c.kind == "feature" and c.control.must != "fail":
+        raise ValueError(f"{source}: claim {c.id}: a feature's control must fail its tests (must: fail)")
+    if c.control and c.kind != "feature" and (c.control.must not in MUSTS[:2] or
+                                              (not c.control.untrained and len(c.control.cells) != 2)):
         raise ValueError(f"{source}: claim {c.id}: a control must be {' or '.join(MUSTS)} on two cells or untrained")
     return c
 
@@ -276,20 +284,32 @@ def _said(t: dict) -> str:
         f" ± {t['within']:g}" if op == "near" else "")
 
 
-def feature(c: Claim, values: dict) -> tuple[str, str]:
+def feature(c: Claim, values: dict, control: Optional[dict] = None) -> tuple[str, str]:
     """(word, test) of a ``feature`` claim on ``values`` {quantity: number or sequence}: ``agrees`` when every test
-    holds, ``differs`` when one fails (named), ``no result`` when a quantity is missing."""
+    holds, ``differs`` when one fails (named), ``no result`` when a quantity is missing. A declared control (``must:
+    fail``: the same tests on ``control``, say the nets before training) that passes them all makes it ``no
+    evidence``: the test cannot tell the feature from its absence."""
     missing = [t["of"] for t in c.tests if values.get(t["of"]) is None]
     if missing:
         return "no result", f"not recorded: {', '.join(missing)}"
     failed = [_said(t) for t in c.tests if not _holds(t, values[t["of"]])]
     test = "; ".join(_said(t) for t in c.tests)
-    return ("differs", f"{test}; fails: {', '.join(failed)}") if failed else ("agrees", test)
+    ctl = ""
+    if c.control is not None:
+        if not control or any(control.get(t["of"]) is None for t in c.tests):
+            return "no evidence", f"{test}; control missing"
+        blind = all(_holds(t, control[t["of"]]) for t in c.tests)
+        shown = dict.fromkeys(t["of"] for t in c.tests if not isinstance(control[t["of"]], (list, tuple)))
+        ctl = "; control " + ", ".join(f"{q} {control[q]:.3g}" for q in shown) + \
+            (" passes too: no evidence" if blind else " (rejected)")
+        if blind:
+            return "no evidence", test + ctl
+    return ("differs", f"{test}; fails: {', '.join(failed)}{ctl}") if failed else ("agrees", test + ctl)
 
 
-def feature_text(c: Claim, values: dict) -> str:
+def feature_text(c: Claim, values: dict, control: Optional[dict] = None) -> str:
     """The page's verdict of a feature claim: ``qualitative: agrees (test: ...)``."""
-    word, test = feature(c, values)
+    word, test = feature(c, values, control)
     return "not judged: " + test if word == "no result" else f"qualitative: {word} (test: {test})"
 
 

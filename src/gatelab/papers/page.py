@@ -13,6 +13,8 @@ The page also refreshes the generated blocks of the reports' prose (``<!-- gener
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import argparse
 import sys
 import re
@@ -160,6 +162,19 @@ def rows(root: Path = REPORTS) -> list[tuple[Item, Row]]:
     return out
 
 
+def _unregistered(with_result: list) -> str:
+    """What the rule-after-results items would count by today's declared rules (not counted: a reading, not a
+    test, since each rule was declared after the numbers it judges)."""
+    after = [r for r in with_result if outcome(r) == "rule after results"]
+    if not after:
+        return ""
+    read = [outcome(replace(r, registration=None)) for r in after]
+    said = {"agrees": "agree", "differs": "differ", "not comparable": "not comparable", "borderline": "borderline"}
+    words = ", ".join(f"{read.count(w)} {said[w]}" for w in said if w in read)
+    return (f" Read by today's rules without that mark, those {len(after)} would be: {words} (a reading, not a "
+            "result: new runs committed after the claims decide them).")
+
+
 def render(root: Path = REPORTS, got=None) -> str:
     """The page: a count per scale and verdict, then one table per paper (``got``: :func:`rows`, read once)."""
     got = rows(root) if got is None else got
@@ -196,7 +211,7 @@ def render(root: Path = REPORTS, got=None) -> str:
            "0.5 floor, or a threshold verdict that a change of its tolerance within its stated precision would flip), "
            f"{sum(outcome(r) == 'rule after results' for r in with_result)} are judged by claims declared after their "
            "results (**rule after results**: shown, not counted; a claim is committed before the results it judges, "
-           "`src/gatelab/papers/<paper>/claims.yaml`, checked against git).", ""]
+           "`src/gatelab/papers/<paper>/claims.yaml`, checked against git)." + _unregistered(with_result), ""]
     for paper in ("001", "002", "003", "004"):
         out += [f"## Paper {paper}: {TITLES[paper]}", "",
                 "| item | what | scale | report | runs | ours | paper | verdict | outcome | claims / results | why / next |",
@@ -205,7 +220,9 @@ def render(root: Path = REPORTS, got=None) -> str:
             if it.paper != paper:
                 continue
             link = f"[{r.report}]({r.report}/)" if r.report else ""
-            reg = r.registration.text() if r.registration is not None else "rule in code (not yet declared as data)"
+            reg = (r.registration.text() if r.registration is not None else "" if r.scale == "n/a" else
+                   "an identity: never counted" if r.scale == "test" else "not run" if r.scale == "none" else
+                   "rule in code (not yet declared as data)")
             out.append("| " + " | ".join(_cell(x) for x in (it.item, it.what, r.scale, link, r.runs, r.ours,
                                                               r.paper, r.verdict, f"**{outcome(r)}**", reg,
                                                               r.why)) + " |")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gatelab.papers import claims, report
 from gatelab.papers.dgn.figures import FIG4_INPUTS, FIG4_NAMES
-from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, qualitative, runs_of, scale_of
+from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, runs_of, scale_of
 
 FIGS = "dgn-figures-paper"
 FIGS_QUICK = "dgn-figures"
@@ -28,6 +28,12 @@ def _final(df, by: str = "depth"):
     return df.sort_values("step").groupby(by).err_ratio.last()
 
 
+def _judged(claim_id: str, values: dict) -> str:
+    """The verdict of paper 002's declared feature claim ``claim_id`` (dgn/claims.yaml) on ``values``."""
+    from gatelab.papers import claims
+    return claims.feature_text(claims.one("dgn", claim_id), values)
+
+
 def figure1(root: Path) -> Row:
     rel, scale, df = _figs(root, "dgn_figure1")
     if df is None:
@@ -40,7 +46,8 @@ def figure1(root: Path) -> Row:
     return Row(scale, rel, f"{_nets(root, rel, meas)} random nets per (w, d)",
                f"mean |e.c.d.f − ideal| / n: {by_w[w_small]:.3f} at w={w_small}, {by_w[w_large]:.3f} at w={w_large}",
                "closer to the ideal eq. (5) at w=500 than at w=25",
-               qualitative(by_w[w_large] < by_w[w_small], "closer to the ideal at the larger width"))
+               _judged("f1-width", {"ecdf_gap_large_minus_small_width": float(by_w[w_large] - by_w[w_small])}),
+               results=f"{rel}/dgn_figure1.csv")
 
 
 SE = 3  # an entry or K0 "agrees" with its expectation within 3 standard errors: 5-7 depths are tested at once
@@ -78,7 +85,8 @@ def figure2(root: Path) -> Row:
     return Row(scale, rel, f"{n} random nets per depth, w=500",
                f"within {SE} s.e. of eq. (5): off-diagonal at {int((z_off.abs() <= SE).sum())} of {len(df)} depths, "
                f"diagonal at {int((z_diag.abs() <= SE).sum())} of {len(df)}" + (f"; {'; '.join(bad)}" if bad else ""),
-               "diagonal 1, off-diagonal µ^(d−1) (eq. 5)", qualitative(not bad, f"every entry within {SE} s.e."), why)
+               "diagonal 1, off-diagonal µ^(d−1) (eq. 5)", _judged("f2-entries", {"entries_beyond_3se": len(bad)}), why,
+               results=f"{rel}/dgn_figure2.csv")
 
 
 def figure3(root: Path) -> Row:
@@ -87,12 +95,13 @@ def figure3(root: Path) -> Row:
         return missing(FIGS, "`make dgn-figures FIG_SCALE=paper`")
     small = _final(df[df.width == df.width.min()])
     best = int(small.idxmin())
-    agrees = small.index.min() < best < small.index.max()
     return Row(scale, rel, f"{_nets(root, rel, df)} random nets per (w, d), {int(df.step.max())} GD steps",
                f"w={df.width.min()}: ‖e‖² ratio after the last step {small.iloc[0]:.2g} (d={small.index[0]}), "
                f"{small.min():.2g} (d={best}), {small.iloc[-1]:.2g} (d={small.index[-1]})",
                "convergence improves with depth, then degrades at a fixed width (Thm 2.3)",
-               qualitative(agrees, "best at an intermediate depth at w=25"))
+               _judged("f3-depth", {"best_depth_above_shallowest": best - int(small.index.min()),
+                                    "best_depth_below_deepest": int(small.index.max()) - best}),
+               results=f"{rel}/dgn_figure3.csv")
 
 
 def figure4(root: Path) -> Row:
@@ -102,15 +111,15 @@ def figure4(root: Path) -> Row:
         return missing(FIGS, "`make dgn-figures FIG_SCALE=paper`")
     g, r = _final(galu), _final(relu)
     better = int((g < r).sum())
-    deeper = g.iloc[-1] < g.iloc[0]  # the paper's claims: better with depth, and GaLU better than ReLU (most depths)
     from gatelab.papers.dgn.figures import FIG4_INPUTS
     return Row(scale, rel, f"{_nets(root, rel, galu, 'runs_fig4')} random nets per depth, w={int(galu.width.iloc[0])}, "
                + FIG4_INPUTS["square"].replace(" (experiment 2)", ""),
                f"after the last step: GaLU {g.iloc[0]:.2g} (d={g.index[0]}) → {g.iloc[-1]:.2g} (d={g.index[-1]}); "
                f"GaLU below ReLU at {better} of {len(g)} depths",
                "convergence improves with depth; GaLU optimises better than ReLU",
-               qualitative(deeper and better > len(g) / 2, "GaLU improves with depth and beats ReLU at most depths"),
-               "the unit-sphere variant: dgn_figure4_*_sphere10")
+               _judged("f4-galu", {"galu_deepest_over_shallowest": float(g.iloc[-1] / g.iloc[0]),
+                                   "galu_below_relu_share": better / len(g)}),
+               "the unit-sphere variant: dgn_figure4_*_sphere10", results=f"{rel}/dgn_figure4_galu.csv")
 
 
 def _last(df, network: str, col: str):
@@ -164,16 +173,17 @@ def figure8(root: Path) -> Row:
     if df is None:
         return missing(FIGS, "`make dgn-figures FIG_SCALE=paper`")
     end = df[df.epoch == df.epoch.max()].set_index("network")
-    pairs = [("learned gates", "GaLU frozen"), ("soft-GaLU β=4", "GaLU frozen"), ("ReLU", "GaLU frozen")]
-    held = sum(end.nu[a] < end.nu[b] for a, b in pairs)
+    values = {f"nu_{k}_minus_frozen": float(end.nu[net] - end.nu["GaLU frozen"])
+              for k, net in (("learned", "learned gates"), ("soft_galu", "soft-GaLU β=4"), ("relu", "ReLU"))}
     panels = [NU_PANELS[c] for c in NU_PANELS if c in end and end[c].notna().any()]
     every = scale_of(root, rel, "figures7-8").get("nu_every", "?")
     return Row(scale, rel, f"{df.network.nunique()} networks × {_seeds(root, rel, df)} seeds, ν every {every} epochs",
                f"ν(K̂) at epoch {int(df.epoch.max())}: learned {end.nu['learned gates']:.0f}, soft-GaLU "
                f"{end.nu['soft-GaLU β=4']:.0f}, ReLU {end.nu['ReLU']:.0f}, GaLU frozen {end.nu['GaLU frozen']:.0f}; "
                f"panels drawn: {', '.join(panels)}", "ν_t smaller for learned / adaptable gates than frozen",
-               qualitative(held == len(pairs), f"{held} of {len(pairs)} orderings"),
-               "" if len(panels) == 4 else "the Kʷ and Kᵃ panels: rerun `make dgn-figures FIG_SCALE=paper`")
+               _judged("f8-nu-gates", values),
+               "" if len(panels) == 4 else "the Kʷ and Kᵃ panels: rerun `make dgn-figures FIG_SCALE=paper`",
+               results=f"{rel}/dgn_figure8.csv")
 
 
 def figure10(root: Path) -> Row:
@@ -183,13 +193,13 @@ def figure10(root: Path) -> Row:
     fig10 = scale_of(root, rel, "figure10")
     se = df.K0_std / math.sqrt(fig10.get("runs", math.nan))
     k_ok = int(((df.K0 - df.K0_ideal).abs() <= SE * se.where(se > 0, 1e-9)).sum())
-    first_ok = bool(((df.rate_first - df.rate_ideal).abs() <= 0.05).all())
-    faster = bool((df.rate_mean < df.rate_ideal).all())
+    values = {"k0_beyond_3se": len(df) - k_ok, "first_rate_off_ideal_max": float((df.rate_first - df.rate_ideal).abs().max()),
+              "mean_rate_minus_ideal_max": float((df.rate_mean - df.rate_ideal).max())}
     return Row("paper", rel, f"{fig10.get('runs', '?')} random nets per depth, w={fig10.get('w', '?')}",
                f"K0 within {SE} s.e. of d at {k_ok} of {len(df)} depths; first-step rate "
                f"{df.rate_first.min():.3f}-{df.rate_first.max():.3f}; mean rate {df.rate_mean.max():.2f} to "
                f"{df.rate_mean.min():.2f}", "E[K0] = d; rate 0.81, faster as K_t grows",
-               qualitative(first_ok and faster and k_ok == len(df), "K0 ≈ d, the first rate ≈ 0.81, then faster"))
+               _judged("f10-rate", values), results=f"{rel}/dgn_figure10_summary.csv")
 
 
 def table4(root: Path) -> Row:
@@ -278,11 +288,11 @@ def figure5(root: Path) -> Row:
     return Row(scale, rel, f"{seeds} seed(s) per regime and training set, {len(sets)} training sets",
                f"test ReLU {relu:.2f}%, GaLU {galu:.2f}%; GaLU faster on {len(quick)} of {len(sets)} training sets",
                "test ReLU 98.5%, GaLU 96.5%; GaLU trains a bit faster",
-               qualitative(relu > galu and len(quick) == len(sets) == 3,
-                           "ReLU's test accuracy above GaLU's, and GaLU's training accuracy, averaged over the epochs, "
-                           "above ReLU's on all three training sets"),
+               _judged("f5-galu-relu", {"relu_minus_galu_test": float(relu - galu),
+                                        "sets_galu_faster_share": len(quick) / len(sets) if sets else 0.0,
+                                        "training_sets": len(sets)}),
                "" if scale == "paper" else "reduced (dgn-fig5-reduced.yaml); every image and 100 epochs: `make dgn-figure5` "
-               "(priced by `DRY=1`)")
+               "(priced by `DRY=1`)", results=f"{rel}/figure5_summary.csv")
 
 
 ITEMS = [

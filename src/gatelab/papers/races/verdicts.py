@@ -90,7 +90,7 @@ def table1(root: Path) -> Row:
                f"worst k: σ₀={worst['sigma0']:g}, N={worst['N']}, τ={worst['tau']:.2f}: {worst['k'][0]:.1f} against "
                f"{worst['k'][2]:.1f} ({worst['k'][4].text})", "k and Δacc per (σ₀, N, τ)",
                f"k: {claims.tally(ks)}; Δacc: {claims.tally(ds)}",
-               "cells, verdicts and the choices that move them: races/SUMMARY.md")
+               "cells, verdicts and the choices that move them: races/SUMMARY.md", results=f"{rel}/table1.csv")
 
 
 def figure1(root: Path) -> Row:
