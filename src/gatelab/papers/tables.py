@@ -16,9 +16,17 @@ import pandas as pd
 
 
 def markdown(frame: pd.DataFrame) -> str:
-    """A pipe table of the frame's cells as they are (no number parsing: "0.10" stays "0.10")."""
-    cells = frame.astype(object).where(frame.notna(), "")
-    return cells.to_markdown(index=False, tablefmt="pipe", disable_numparse=True)
+    """A pipe table of the frame's cells as they are (no number parsing: "0.10" stays "0.10"), unpadded (``| a | b |``,
+    ``|---|---|``) so that a report's diff shows the cells that changed, not the columns that widened."""
+    bar = "\x00"  # a cell's own "|" is escaped (\\|), not taken for a column
+    cells = frame.astype(object).where(frame.notna(), "").astype(str).map(lambda c: c.replace("|", bar))
+    cells.columns = [str(c).replace("|", bar) for c in cells.columns]
+    text = cells.to_markdown(index=False, tablefmt="pipe", disable_numparse=True)
+    lines = []
+    for i, line in enumerate(text.splitlines()):
+        parts = [c.strip().replace(bar, "\\|") for c in line.strip()[1:-1].split("|")]
+        lines.append("|" + "|".join("---" for _ in parts) + "|" if i == 1 else "| " + " | ".join(parts) + " |")
+    return "\n".join(lines)
 
 
 def latex(frame: pd.DataFrame, caption: str = "") -> str:

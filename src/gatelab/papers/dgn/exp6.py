@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gatelab.papers import report
+from gatelab.papers import report, tables
 
 PAPER_EXP6 = 56.0  # % test accuracy, paper 002 experiment 6 (no std given)
 CHANCE = 10.0  # % on CIFAR-10's 10 balanced classes
@@ -52,14 +52,15 @@ def render_exp6_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[str
            "Δ = ours − paper.", "",
            "Untrained: the same nets at their initialisation, no step taken (the control of the gates-alone claim; "
            f"chance is {CHANCE:.0f}%).", "",
-           "| network | arch | epochs | train/test images | n (seeds) | best test (ours) | best epoch per seed | untrained | "
-           "paper | Δ |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for _, line in df.iterrows():
-        untrained = report.fmt(line["untrained_test_mean"], line["untrained_test_std"]) if "untrained_test_mean" in line \
-            else "—"
-        out.append(f"| {line['regime']} | {line['arch'].upper()} | {line['epochs']} | {line['limits']} | {line['n']} ({line['seeds']}) | "
-                   f"**{report.fmt(line['best_test_mean'], line['best_test_std'])}** | {line['best_epochs']} | "
-                   f"{untrained} | {line['paper_test']:.0f} | {report.signed(line['diff_test'])} |")
+           tables.markdown(pd.DataFrame([
+               {"network": line["regime"], "arch": line["arch"].upper(), "epochs": line["epochs"],
+                "train/test images": line["limits"], "n (seeds)": f"{line['n']} ({line['seeds']})",
+                "best test (ours)": f"**{report.fmt(line['best_test_mean'], line['best_test_std'])}**",
+                "best epoch per seed": line["best_epochs"],
+                "untrained": report.fmt(line["untrained_test_mean"], line["untrained_test_std"])
+                if "untrained_test_mean" in line else "—",
+                "paper": f"{line['paper_test']:.0f}", "Δ": report.signed(line["diff_test"])}
+               for _, line in df.iterrows()]))]
     out += ["", "## Provenance", *report.provenance(runs, command, sorted(
         {f"{e} epochs, examples train/test {lim}" for e, lim in zip(df.epochs, df.limits)}))]
     out += report.not_counted([(f"{line['epochs']} epochs {line['limits']}", line["excluded"])

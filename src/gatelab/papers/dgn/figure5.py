@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from gatelab.core.results import RESULTS, read_results
-from gatelab.papers import plotting, report
+from gatelab.papers import plotting, report, tables
 from gatelab.papers.plotting import plt
 
 PAPER_FIG5_TEST = {"galu": 96.5, "relu": 98.5}  # % test accuracy on standard MNIST ("around")
@@ -130,13 +130,13 @@ def figure5(runs_dir: Path, out: Path, command: str = "") -> pd.DataFrame:
           f"{' / '.join(sorted(set(df.optimizer)))} (the paper gives no optimiser or epochs); {scale} training images, "
           f"{int(df.epochs.max())} epochs; random labels and pixels on the training set only (`dataset.corrupt`). "
           "Train accuracy: the running mean over each epoch.", "",
-          "| training set | regime | seeds | train acc, mean over epochs (%) | first epoch ≥ 90% | last train acc (%) | "
-          "best test acc (%) | paper test (%) |", "|---|---|---|---|---|---|---|---|"]
-    for line in s.itertuples():
-        md.append(f"| {line.corrupt} | {line.regime} | {line.n} | {line.mean_train:.2f} | {_epoch(line.epoch_reach)} | "
-                  f"{line.final_train:.2f} | "
-                  f"{'—' if pd.isna(line.best_test) else f'{line.best_test:.2f}'} | "
-                  f"{'—' if pd.isna(line.paper_test) else f'{line.paper_test:.1f}'} |")
+          tables.markdown(pd.DataFrame([
+              {"training set": line.corrupt, "regime": line.regime, "seeds": line.n,
+               "train acc, mean over epochs (%)": f"{line.mean_train:.2f}", "first epoch ≥ 90%": _epoch(line.epoch_reach),
+               "last train acc (%)": f"{line.final_train:.2f}",
+               "best test acc (%)": "—" if pd.isna(line.best_test) else f"{line.best_test:.2f}",
+               "paper test (%)": "—" if pd.isna(line.paper_test) else f"{line.paper_test:.1f}"}
+              for line in s.itertuples()]))]
     md += ["", *sentences(s), "", "## Provenance", *report.provenance(used, command, [f"{scale} training images"])]
     md += report.not_counted([], bad)
     (Path(out) / "figure5.md").write_text("\n".join(md) + "\n")

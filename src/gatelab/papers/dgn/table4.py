@@ -14,7 +14,7 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import claims, report
+from gatelab.papers import claims, report, tables
 
 
 # ---- Table 4 ----
@@ -112,13 +112,13 @@ def render_table4_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
            f"Mean ± {report.STATISTICS[int(df.ddof.iloc[0])]} over seeds of each run's best train accuracy "
            "(running mean over an epoch) and best test accuracy; n = completed seeds († fewer than the fullest "
            "network). Δ = ours − paper (test).", "",
-           "| Network | train (ours) | train (paper) | test (ours) | test (paper) | Δ test | n |",
-           "|---|---|---|---|---|---|---|"]
-    for _, line in df.iterrows():
-        flag = "†" if line["short"] else ""
-        out.append(f"| {line['network']} | {report.fmt(line['train_mean'], line['train_std'])} | "
-                   f"{line['paper_train']:.2f} | **{report.fmt(line['test_mean'], line['test_std'])}**{flag} | "
-                   f"{line['paper_test']:.2f} | {report.signed(line['diff_test'])} | {line['n']} |")
+           tables.markdown(pd.DataFrame([
+               {"Network": line["network"], "train (ours)": report.fmt(line["train_mean"], line["train_std"]),
+                "train (paper)": f"{line['paper_train']:.2f}",
+                "test (ours)": f"**{report.fmt(line['test_mean'], line['test_std'])}**" + ("†" if line["short"] else ""),
+                "test (paper)": f"{line['paper_test']:.2f}", "Δ test": report.signed(line["diff_test"]), "n": line["n"]}
+               for _, line in df.iterrows()], columns=["Network", "train (ours)", "train (paper)", "test (ours)",
+                                                       "test (paper)", "Δ test", "n"]))]
     word, text = feature_tests(df)
     out += ["", "## What the paper states, tested", "",
             "The claims declared in `src/gatelab/papers/dgn/claims.yaml`: test accuracy rises with β at ε=0.1 (β=4 "

@@ -23,7 +23,7 @@ from typing import Optional
 import pandas as pd
 
 from gatelab.core.results import git_commit
-from gatelab.papers import claims, report, thresholds
+from gatelab.papers import claims, report, tables, thresholds
 from gatelab.papers.thresholds import crossing as gap_crossing  # noqa: F401 (the rule's point estimate)
 from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, gap_se, scan, sweep_threshold, table, with_fan
 
@@ -87,15 +87,13 @@ def render(iso: pd.DataFrame, rows: list[dict], command: str) -> str:
            f"as K/M where the gap falls to {GAP_LEVEL:g} point (log-linear between the bracketing K; * extrapolated) "
            f"and its {thresholds.CONFIDENCE:.0%} interval over seeds (the rule of `gatelab.papers.thresholds`). "
            "One setting changed at a time from the base (first line), "
-           "then any that change several; shift: the change of the first measure from the base's.", "",
-           "| factor | base → variant | task | regime | n | err trained | gap at K/M | K/M at gap 1 | shift | "
-           "interval | paper | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in iso.itertuples():
-        change = "—" if r.factor == "base" else f"{r.base_value} → {r.value}"
-        at = "—" if math.isnan(r.k_over_m_at_gap) else f"{r.k_over_m_at_gap:.2f}{'*' if r.extrapolated else ''}"
-        shift = "" if r.factor == "base" or math.isnan(r.shift) else f"{r.shift:+.2f}"
-        out.append(f"| {r.factor} | {change} | {r.task} | {r.regime} | {r.n} | {r.err_trained:.2f} | {r.points} | "
-                   f"{at} | {shift} | {r.interval} | ≈{r.paper:.2f} | {r.verdict} |")
+           "then any that change several; shift: the change of the first measure from the base's.", ""]
+    out.append(tables.markdown(pd.DataFrame([
+        {"factor": r.factor, "base → variant": "—" if r.factor == "base" else f"{r.base_value} → {r.value}",
+         "task": r.task, "regime": r.regime, "n": r.n, "err trained": f"{r.err_trained:.2f}", "gap at K/M": r.points,
+         "K/M at gap 1": "—" if math.isnan(r.k_over_m_at_gap) else f"{r.k_over_m_at_gap:.2f}{'*' if r.extrapolated else ''}",
+         "shift": "" if r.factor == "base" or math.isnan(r.shift) else f"{r.shift:+.2f}", "interval": r.interval,
+         "paper": f"≈{r.paper:.2f}", "verdict": r.verdict} for r in iso.itertuples()])))
     base = iso[iso.factor == "base"].iloc[0]
     out += ["", f"Base: M={base.M}, {base.epochs} epochs, {base.limits} train/test images, lr {base.lr:g}, "
             f"h={base.h}, gain {base.gain:g}, decoders initialised {base.decoder_fan}."]
