@@ -7,7 +7,7 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import claims, report
+from gatelab.papers import claims, report, tables
 
 # ---- Table 2 ----
 
@@ -175,11 +175,10 @@ def _gap_md(df: pd.DataFrame) -> list[str]:
     out = ["", "## FLNPF − ReLU", "",
            "Per row, mean over the seeds both cells completed of FLNPF − ReLU (FLNPF seed s learns nothing but "
            "the value network on ReLU seed s's frozen gates); ± is the paired standard error.", "",
-           "| Arch | Optimiser | Dataset | pairs | ours | paper |", "|---|---|---|---|---|---|"]
-    for _, s in g.iterrows():
-        se = "" if math.isnan(s.se) else f" ± {s.se:.2f}"
-        out.append(f"| {s.arch.upper()} | {_opt_title(s.optimizer)} | {report.DATASET_TITLES[s.dataset]} | {s.pairs} | "
-                   f"{s.gap:+.2f}{se} | {s.paper_gap:+.2f} |")
+           tables.markdown(pd.DataFrame([
+               {"Arch": s.arch.upper(), "Optimiser": _opt_title(s.optimizer), "Dataset": report.DATASET_TITLES[s.dataset],
+                "pairs": s.pairs, "ours": f"{s.gap:+.2f}" + ("" if math.isnan(s.se) else f" ± {s.se:.2f}"),
+                "paper": f"{s.paper_gap:+.2f}"} for _, s in g.iterrows()]))]
     return out
 
 
@@ -189,12 +188,11 @@ def _step_sizes_md(steps: pd.DataFrame) -> list[str]:
     out = ["", "## Step sizes", "",
            "Every step size of the cells that ran several, also those the table above leaves out; same "
            "statistic, Δ = ours − paper.", "",
-           "| Arch | Optimiser | Regime | lr | n | best test acc | Δ | within 0.05 at | best epoch per seed |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for _, s in steps.iterrows():
-        out.append(f"| {s.arch.upper()} | {_opt_title(s.optimizer)} | {REGIME_TITLES[s.regime]} | {s.lr:g} | {s.n} | "
-                   f"{report.fmt(s['mean'], s['std'])} | {s['diff']:+.2f} | {_whole(s['epochs_within_0.05'])} | "
-                   f"{s.best_epochs} |")
+           tables.markdown(pd.DataFrame([
+               {"Arch": s.arch.upper(), "Optimiser": _opt_title(s.optimizer), "Regime": REGIME_TITLES[s.regime],
+                "lr": f"{s.lr:g}", "n": s.n, "best test acc": report.fmt(s["mean"], s["std"]), "Δ": f"{s['diff']:+.2f}",
+                "within 0.05 at": _whole(s["epochs_within_0.05"]), "best epoch per seed": s.best_epochs}
+               for _, s in steps.iterrows()]))]
     return out
 
 
@@ -205,29 +203,24 @@ def render_table2_markdown(df: pd.DataFrame, runs: list[report.Run], bad: list[s
            f"Mean ± {report.STATISTICS[ddof]} over seeds of each run's best test accuracy; the paper's "
            "numbers use ddof=0. n = completed seeds. † fewer seeds than the fullest cell; ‡ "
            f"{claims.FLAG_RULE.replace('from', 'points from')}; § seeds of different lengths (Length gives them). " + _lr_rule(df) + " Δ = ours − paper.", ""]
-    out.append("| Arch | Optimiser | Dataset | " + " | ".join(REGIME_TITLES[r] for r in REGIMES) + " |")
-    out.append("|---|---|---|" + "---|" * len(REGIMES))
-    for row, cells in _rows(df):
-        vals = [_cell_md(cells[r]) if r in cells else "—" for r in REGIMES]
-        out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {report.DATASET_TITLES[row[2]]} | "
-                   + " | ".join(vals) + " |")
+    out.append(tables.markdown(pd.DataFrame([
+        {"Arch": row[0].upper(), "Optimiser": _opt_title(row[1]), "Dataset": report.DATASET_TITLES[row[2]],
+         **{REGIME_TITLES[r]: _cell_md(cells[r]) if r in cells else "—" for r in REGIMES}} for row, cells in _rows(df)],
+        columns=["Arch", "Optimiser", "Dataset", *(REGIME_TITLES[r] for r in REGIMES)])))
     out += ["", "## Length: does a run this long lose anything?", "",
             "Per cell: epochs run; the epoch of each seed's best test accuracy; the first epoch at which the "
             "seeds' mean best-so-far test accuracy is within 0.05 points of its final value; how many points "
             "that mean rose over the last fifth of the epochs (still learning: 1 or more, docs/reproducing.md); the first epoch "
             f"by which every seed's train accuracy (running mean over the epoch) reached {FIT}%; train and test "
             "accuracy at the last epoch, mean over seeds (%).", "",
-            f"| Arch | Optimiser | Regime | lr | epochs | best epoch per seed | within 0.05 at | rise, last fifth "
-            f"| train ≥ {FIT}% at | train at end | test at end |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for row, cells in _rows(df):
-        for r in REGIMES:
-            line = cells.get(r)
-            if line is None or not line["n"]:
-                continue
-            out.append(f"| {row[0].upper()} | {_opt_title(row[1])} | {REGIME_TITLES[r]} | {line['lr']:g} | "
-                       f"{line['epochs']} | {line['best_epochs']} | {_whole(line['epochs_within_0.05'])} | "
-                       f"{_points(line.get('rise_last_fifth'))} | {_whole(line[f'train_{FIT}_at'])} | {line['final_train_acc']:.2f} | "
-                       f"{line['final_test_acc']:.2f} |")
+            tables.markdown(pd.DataFrame([
+                {"Arch": row[0].upper(), "Optimiser": _opt_title(row[1]), "Regime": REGIME_TITLES[r],
+                 "lr": f"{line['lr']:g}", "epochs": line["epochs"], "best epoch per seed": line["best_epochs"],
+                 "within 0.05 at": _whole(line["epochs_within_0.05"]), "rise, last fifth": _points(line.get("rise_last_fifth")),
+                 f"train ≥ {FIT}% at": _whole(line[f"train_{FIT}_at"]), "train at end": f"{line['final_train_acc']:.2f}",
+                 "test at end": f"{line['final_test_acc']:.2f}"}
+                for row, cells in _rows(df) for r in REGIMES
+                for line in [cells.get(r)] if line is not None and line["n"]]))]
     out += _gap_md(df)
     out += _step_sizes_md(steps if steps is not None else pd.DataFrame())
     scale = []
