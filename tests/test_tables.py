@@ -57,7 +57,7 @@ def test_a_report_rendered_again_from_its_csv_keeps_its_numbers(tmp_path):
 
 
 def test_the_migrated_tables_render_the_committed_reports_byte_for_byte():
-    """Table 4 and the routing isolation studies, rendered through the renderer from their committed CSVs: the same
+    """Table 4, Table 2 and the routing isolation studies, rendered through the renderer from their committed CSVs: the same
     table lines as the committed reports that the hand-joined code wrote."""
     from gatelab.papers.dgn.table4 import render_table4_markdown
     from gatelab.papers.routing.isolation import render
@@ -66,6 +66,10 @@ def test_the_migrated_tables_render_the_committed_reports_byte_for_byte():
         return [line for line in text.splitlines() if line.startswith("|")]
     t4 = REPORTS / "table4-conv-reduced"
     assert table(render_table4_markdown(pd.read_csv(t4 / "table4.csv"), [], [], "x")) == table((t4 / "table4.md").read_text())
+    from gatelab.papers.npf.table2 import render_table2_markdown
+    t2 = REPORTS / "table2-conv-reduced"
+    df = pd.read_csv(t2 / "table2.csv", dtype={"epochs": str, "limits": str})
+    assert table(render_table2_markdown(df, [], [], "x")) == table((t2 / "table2.md").read_text())
     for rel in ("routing-isolation", "routing-isolation-leaky"):
         iso = pd.read_csv(REPORTS / rel / "isolation.csv")
         assert table(render(iso, [], "x")) == table((REPORTS / rel / "isolation.md").read_text())

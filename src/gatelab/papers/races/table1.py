@@ -17,7 +17,7 @@ from gatelab.analyses import neurons
 from gatelab.core import checkpoints
 from gatelab.core.results import LOSS_TRACE, RESULTS, load_results
 from gatelab.data import datasets as data_mod
-from gatelab.papers import report
+from gatelab.papers import report, tables
 
 TAUS = (0.70, 0.95, 0.99)
 SPARSITIES = (0.2, 0.5, 0.7)
@@ -276,33 +276,32 @@ def render_table1(df: pd.DataFrame, runs: list[report.Run], bad: list[str], comm
            "its stds the population std of 3 values) — the comparison uses these; ddof=1 in the CSV. "
            "Δacc on the training set, (test in brackets): the paper does not say which; its τ=0.70 values match our "
            "training-set ones. Paper: N=4000 single runs.", "",
-           "| σ₀ | N | n | " + " | ".join(f"τ={t:.2f}: k ours / paper | Δacc ours (test) / paper" for t in TAUS) + " |",
-           "|---|---|---|" + "---|---|" * len(TAUS)]
-    for (std, n), cell in main.groupby(["sigma0", "N"], sort=True):
-        vals = []
-        for _, line in cell.sort_values("tau").iterrows():
-            vals.append(f"{_pm(line.k_mean, line.k_std0, n=line.n)} / {_pm(line.paper_k, line.paper_k_std)}")
-            vals.append(f"{_pm(line.dacc_mean, line.dacc_std0, n=line.n)} "
-                        f"({_pm(line.dacc_test_mean, line.dacc_test_std0, n=line.n)}) / "
-                        f"{_pm(line.paper_dacc, line.paper_dacc_std)}")
-        out.append(f"| {std:g} | {n} | {int(cell.n.iloc[0])} | " + " | ".join(vals) + " |")
+           tables.markdown(pd.DataFrame([
+               {"σ₀": f"{std:g}", "N": n, "n": int(cell.n.iloc[0]),
+                **{k: v for _, line in cell.sort_values("tau").iterrows() for k, v in (
+                    (f"τ={line.tau:.2f}: k ours / paper",
+                     f"{_pm(line.k_mean, line.k_std0, n=line.n)} / {_pm(line.paper_k, line.paper_k_std)}"),
+                    (f"τ={line.tau:.2f}: Δacc ours (test) / paper",
+                     f"{_pm(line.dacc_mean, line.dacc_std0, n=line.n)} "
+                     f"({_pm(line.dacc_test_mean, line.dacc_test_std0, n=line.n)}) / "
+                     f"{_pm(line.paper_dacc, line.paper_dacc_std)}"))}}
+               for (std, n), cell in main.groupby(["sigma0", "N"], sort=True)]))]
     out += ["", "The same with the sample std (ddof=1): k, Δacc (training set).", "",
-            "| σ₀ | N | n | " + " | ".join(f"τ={t:.2f}: k | Δacc" for t in TAUS) + " |",
-            "|---|---|---|" + "---|---|" * len(TAUS)]
-    for (std, n), cell in main.groupby(["sigma0", "N"], sort=True):
-        vals = [f"{_pm(c.k_mean, c.k_std1, n=c.n)} | {_pm(c.dacc_mean, c.dacc_std1, n=c.n)}"
-                for _, c in cell.sort_values("tau").iterrows()]
-        out.append(f"| {std:g} | {n} | {int(cell.n.iloc[0])} | " + " | ".join(vals) + " |")
+            tables.markdown(pd.DataFrame([
+                {"σ₀": f"{std:g}", "N": n, "n": int(cell.n.iloc[0]),
+                 **{k: v for _, c in cell.sort_values("tau").iterrows() for k, v in (
+                     (f"τ={c.tau:.2f}: k", _pm(c.k_mean, c.k_std1, n=c.n)),
+                     (f"τ={c.tau:.2f}: Δacc", _pm(c.dacc_mean, c.dacc_std1, n=c.n)))}}
+                for (std, n), cell in main.groupby(["sigma0", "N"], sort=True)]))]
     out += ["", "Accuracy of the unmerged networks (%, mean over seeds) and the loss drop (mean step at which the "
             f"training loss has come {DROP_FRACTION:.0%} and 50% of the way down from its plateau, on the "
             "step-checkpoint grid, then per epoch; paper: \"drops around t=300\"):", "",
-            "| σ₀ | N | epochs | steps/epoch | train acc | test acc | dead neurons | loss drop (10%) | half-way (50%) |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for (std, n), cell in main.groupby(["sigma0", "N"], sort=True):
-        line = cell.iloc[0]
-        out.append(f"| {std:g} | {n} | {line.epochs} | {math.ceil(n / 4)} | {_pm(line.acc_train, None)} | "
-                   f"{_pm(line.acc_test, None)} | {_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | "
-                   f"{_pm(line.half_step, None, 0)} |")
+            tables.markdown(pd.DataFrame([
+                {"σ₀": f"{std:g}", "N": n, "epochs": line.epochs, "steps/epoch": math.ceil(n / 4),
+                 "train acc": _pm(line.acc_train, None), "test acc": _pm(line.acc_test, None),
+                 "dead neurons": _pm(line.dead, None), "loss drop (10%)": _pm(line.drop_step, None, 0),
+                 "half-way (50%)": _pm(line.half_step, None, 0)}
+                for (std, n), cell in main.groupby(["sigma0", "N"], sort=True) for line in [cell.iloc[0]]]))]
     out += _traced_md(traced) + _stable_md(stable, main) + _checks_md(df)
     out += ["", "## Provenance", *report.provenance(runs, command, [
         f"d={DEFAULT['d']}, normalize={DEFAULT['normalize']}, epochs {report.joined(main.epochs)}, "
