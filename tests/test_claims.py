@@ -163,6 +163,9 @@ def test_a_claim_committed_after_its_results_is_rule_after_results(tmp_path):
     _git(repo, "commit", "-qam", "new results")
     pre._history.cache_clear()
     assert not pre.check(claims_file, ["c1"], results).after
+    # ... unless the row reads lines the file kept from renders before the claim: its commit cannot date them
+    kept = pre.check(claims_file, ["c1"], results, older="lines kept from earlier renders")
+    assert kept.after and "lines kept from earlier renders" in kept.text()
 
 
 def test_a_threshold_claim_carries_its_value_margin_and_precision_and_judges_a_sweep(tmp_path):

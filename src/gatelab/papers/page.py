@@ -161,7 +161,7 @@ def rows(root: Path = REPORTS) -> list[tuple[Item, Row]]:
         r = it.row(Path(root))
         path, ids = claims.declared_for(it.item, it.paper)
         if path is not None and r.results and r.scale not in ("none", "n/a"):
-            r.registration = preregistration.check(path, ids, Path(root) / r.results)
+            r.registration = preregistration.check(path, ids, Path(root) / r.results, r.older)
         out.append((it, r))
     return out
 

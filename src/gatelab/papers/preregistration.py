@@ -85,21 +85,26 @@ class Registration:
     claim: Optional[tuple[str, str]]  # (commit, date) of the claims' latest declaration; None: not committed
     results: Optional[tuple[str, str]]  # (commit, date) of the results; None: not committed yet
     after: bool  # rule after results
+    older: str = ""  # why the numbers are older than the results file's commit (lines kept from earlier renders)
 
     def text(self) -> str:
         c = f"claims of {self.claim[1][:10]} ({self.claim[0][:7]})" if self.claim else "claims not committed"
         r = f"results of {self.results[1][:10]} ({self.results[0][:7]})" if self.results else "results not committed"
-        return f"{c}, {r}" + ("; rule after results" if self.after else "")
+        return f"{c}, {r}" + (f" ({self.older})" if self.older else "") + ("; rule after results" if self.after else "")
 
 
-def check(claims_file: Path, claim_ids: list[str], results: Path) -> Registration:
-    """The item's registration: its claims' latest declaration against its results' commit."""
+def check(claims_file: Path, claim_ids: list[str], results: Path, older: str = "") -> Registration:
+    """The item's registration: its claims' latest declaration against its results' commit. ``older``: the row's
+    numbers were made before that commit (a report that keeps lines of earlier renders), so a commit of the file
+    cannot date them: rule after results, saying why."""
     dates = [declared(claims_file, i) for i in claim_ids]
     res = results_of(results)
     if any(d is None for d in dates) or not dates:
         return Registration(None, res, True)
     repo = repo_of(Path(claims_file))
     latest = max(dates, key=lambda d: d[1])
+    if older:
+        return Registration(latest, res, True, older)
     if res is None:
         return Registration(latest, None, False)
     before = all(c != res[0] and _git(repo, "merge-base", "--is-ancestor", c, res[0]) is not None for c, _ in dates)

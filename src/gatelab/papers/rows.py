@@ -24,6 +24,7 @@ class Row:
     why: str = ""  # why there is no paper-scale result, or what to read next
     shared: bool = False  # another paper's experiment, shown under this one too: counted once, there
     results: str = ""  # the results file its verdict read (relative to the reports root), for the pre-registration check
+    older: str = ""  # why its numbers are older than that file's last commit (lines kept from earlier renders)
     registration: Optional[object] = None  # gatelab.papers.preregistration.Registration, set by the page
 
 

@@ -152,6 +152,8 @@ def _how(rel: str, m_paper: int) -> str:
 
 
 FANS = ("stacked3d", "per_decoder")  # arch.decoder_fan: the default (the authors' code) first
+KEPT = ("the per-decoder runs of 2026-11-28, kept in routing.csv from earlier renders: made before the claims "
+        "(routing/claims.yaml)")  # a row read from them cannot be pre-registered by routing.csv's later commits
 
 
 def _threshold_claim(task: str, regime: str, m_paper: int):
@@ -200,7 +202,8 @@ def k_sweep(task: str, regime: str, m_paper: int):
                    f"≈{paper:.2f}", verdict,
                    "" if line.M == m_paper else f"M={line.M} against the paper's {m_paper}; " + (
                        "" if task == ISOLATED_ON else f"the isolation studies ran on {ISOLATED_ON} (the decoders' init "
-                       "also on routing_mnist_rot), not all on this task: ") + isolation_note(root, regime), results=f"{rel}/routing.csv")
+                       "also on routing_mnist_rot), not all on this task: ") + isolation_note(root, regime), results=f"{rel}/routing.csv",
+                   older="" if fan == FANS[0] else KEPT)
     return row
 
 
@@ -255,7 +258,8 @@ def gain_sweep(task: str, m_paper: int):
         if not (g.gain < 1).any():  # the claim is about small gains: a sweep without one cannot test it
             return Row("reduced", rel, runs, f"gap {large.gap:.1f} points at gain {large.gain:g}",
                        "zero-shot only at small initialisation", "not comparable: no gain below 1 ran",
-                       f"the gains below 1 did not run: {_how(rel, m_paper)}", results=f"{rel}/routing.csv")
+                       f"the gains below 1 did not run: {_how(rel, m_paper)}", results=f"{rel}/routing.csv",
+                       older="" if fan == FANS[0] else KEPT)
         lengths = gain_orders(g, claim)
         words = {w for _, _, w, _ in lengths}
         word = ("agrees" if words == {"agrees"} else "differs" if "differs" in words else "no evidence")
@@ -275,7 +279,7 @@ def gain_sweep(task: str, m_paper: int):
         return Row(scale if int(g.M.iloc[0]) == m_paper and scale == "paper" else "reduced", rel, runs, ours,
                    "zero-shot only at small initialisation", verdict,
                    "" if int(g.M.iloc[0]) == m_paper else f"M={g.M.iloc[0]}, K={g.K.iloc[0]} against the paper's M={m_paper}, K=10",
-                   results=f"{rel}/routing.csv")
+                   results=f"{rel}/routing.csv", older="" if fan == FANS[0] else KEPT)
     return row
 
 
