@@ -6,27 +6,12 @@ what the control must show, its margin with the reason, the fewest seeds, and th
 This module reads them (:func:`load`) and judges them by one rule per kind (:mod:`gatelab.papers.stats`;
 docs/reproducing.md "One rule per kind"). A fifth paper adds a claims file and touches no code here.
 
-Kinds:
-- ``ordering`` (cells A, B): A > B, one-sided Welch.
-- ``equivalence`` (A, B, ``margin``): |A - B| < margin, TOST. Absence of a difference is not equivalence.
-- ``nearer`` (A, B, C): A nearer B than C by distance, a one-sided Welch contrast.
-- ``threshold`` (cells: the sweep, ``value``: the paper's, ``margin``, ``precision``, ``decides_within``): the
-  paper's value inside the sweep's interval ± margin, the interval no wider than ``decides_within``; a verdict that
-  flips within ``precision`` of the margin is "borderline" (:func:`threshold_verdict`).
-- ``feature`` (``tests``: [{of, below | above | at_least | at_most | falls | rises | near + within}], ``why``): a figure's stated
-  feature read off a deterministic run's numbers (a simulation of the reduction, a toy net): every test on the named
-  quantities holds. The paper's own code reads the quantities from its files; the bounds are here, with the reason.
-- ``published`` (``why``): every cell of the item against the paper's mean ± std by the one rule (:func:`published`:
-  within when |ours − paper| ≤ max(2 paper-std, 0.5), a cell within only by the floor named, the item borderline when
-  the floor decides it).
-- ``identity``: an equation checked by the test suite; shown, never counted.
-
-Controls: ``must: no_difference`` (an ordering's or a nearness's: two-sided Welch on the control pair, or on
-the claim's own cells untrained with ``untrained: true``; it behaves only when no difference shows in either
-direction) or ``must: differ`` (an equivalence's: the control pair must not be equivalent within the same
-margin). A claim whose control misbehaves gives "no evidence". The claims of one item and row are corrected
-together (Holm). Where the paper's own mean ± std is at hand the claim is also tested on it (the positive
-control): a claim its own numbers do not pass is shown and not counted.
+Kinds (each rule written once, in docs/reproducing.md "One rule per kind"): ``ordering`` (one-sided Welch; ``each``
+over groups), ``equivalence`` (TOST within a declared margin), ``nearer`` (by distance), ``threshold`` (a sweep's
+interval, borderline at the tolerance's edge), ``feature`` (declared bounds on a deterministic run's quantities),
+``published`` (the mean ± std rule, :func:`published`), ``identity`` (never counted). Controls (``no_difference``:
+two-sided; ``differ``; ``fail`` for a feature) that misbehave give "no evidence"; an item's claims are corrected
+together (Holm); a claim the paper's own numbers do not pass is shown and not counted.
 """
 from __future__ import annotations
 
