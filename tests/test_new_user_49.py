@@ -173,7 +173,7 @@ def test_each_run_records_the_stack_it_trained_in(tiny_root, tmp_path):
     assert res[0]["env"]["stack"] == res[1]["env"]["stack"] == ["relu/seed0", "relu/seed1"]
     alone = train(make_cfg(over, tiny_root), tmp_path / "alone")
     assert alone["env"]["stack"] == ["relu/seed0"]
-    assert "2 nets stacked" in report._device(res[0]["env"]) and "one net a step" in report._device(alone["env"])
+    assert "2 nets stacked" in report.device_words(res[0]["env"]) and "one net a step" in report.device_words(alone["env"])
 
 
 def test_deterministic_runs_are_bit_identical_and_record_the_code_that_ran(tiny_root, tmp_path):

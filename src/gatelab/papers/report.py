@@ -118,12 +118,12 @@ def _run(path: Path, res: dict) -> Run:
                c["regime"]["name"], float(c["optimizer"]["lr"]), int(res["seed"]),
                None if best is None else 100.0 * best, int(c["epochs"]),
                (c["dataset"].get("limit_train"), c["dataset"].get("limit_test")),
-               res.get("finished_at", ""), env.get("git_commit"), _device(env), c["regime"],
+               res.get("finished_at", ""), env.get("git_commit"), device_words(env), c["regime"],
                max(train_accs, default=None), res.get("best_epoch"),
                tuple(_pct(h.get("test_acc")) for h in res.get("history", [])), tuple(train_accs))
 
 
-def _device(env: dict) -> str:
+def device_words(env: dict) -> str:
     """The device, threads, precision, layout and stacking and (where recorded) the machine's kind or the CPU's
     kernels that made a run: the path it took (issue #48)."""
     kind = (env.get("machine") or {}).get("kind")

@@ -39,7 +39,7 @@ def scan(runs_dir: Path) -> tuple[list[dict], list[str]]:
                "lr": float(c["optimizer"]["lr"]), "epochs": int(c["epochs"]),
                "limits": f"{c['dataset'].get('limit_train') or 'all'}/{c['dataset'].get('limit_test') or 'all'}",
                "plateau_exit_epoch": plateau_exit(hist), "finished_at": res.get("finished_at", ""),
-               "commit": (res.get("env") or {}).get("git_commit"), "device": (res.get("env") or {}).get("device_name", "?")}
+               "commit": (res.get("env") or {}).get("git_commit"), "device": report.device_words(res.get("env") or {})}
         for name, (key, is_acc) in METRICS.items():
             v = last.get(key)
             row[name] = None if v is None else (100 * (1 - v) if is_acc else v)
