@@ -137,7 +137,7 @@ def submit(recipe_name: str, waves: list, figures: list[list[str]], folder: Path
     out, by_run = [], {}
     from gatelab.launch.recipes import RUN
     todo = [(i, s.job.name, [*RUN, *s.overrides], [str(r.dir) for r in s.runs],
-             getattr(s, "after", frozenset())) for i, w in enumerate(waves, 1) for s in w]
+             s.after) for i, w in enumerate(waves, 1) for s in w]
     todo += [(0, "figure: " + " ".join(f), [sys.executable, "-m", *f], [], frozenset()) for f in figures]
     for k, (wave, name, argv, runs, needs) in enumerate(todo):
         e = Entry(name, wave, argv, runs)
@@ -208,7 +208,7 @@ def status(entries: list[Entry]) -> list[Status]:
         runs = [load_results(Path(d) / RESULTS)[0] for d in e.runs]
         bad = [f"{Path(d).name}: {r['status']}" for d, r in zip(e.runs, runs) if r and r.get("status") in ("failed", "diverged")]
         st, why = known.get(e.job_id, ("", ""))
-        if e.runs and all(r and r.get("status") == "completed" for r in runs):
+        if e.runs and all(_done(d) for d in e.runs):
             s = Status(e, "done")
         elif not e.job_id:
             s = Status(e, "done" if not e.runs else "lost", "" if not e.runs else "not submitted and not completed")

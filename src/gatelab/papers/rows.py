@@ -99,3 +99,10 @@ def qualitative(agrees: bool, test: str) -> str:
     """The verdict on a figure without published numbers: whether ours passes ``test``, the check of the
     feature the paper states."""
     return f"qualitative: {'agrees' if agrees else 'differs'} (test: {test})"
+
+
+def feature(package: str, claim_id: str, values: dict, control: Optional[dict] = None) -> str:
+    """The page's verdict of the feature claim ``claim_id`` that ``<package>/claims.yaml`` declares, on ``values``
+    (the quantities the paper's code read off its report) and, where the claim has one, its ``control``."""
+    from gatelab.papers import claims
+    return claims.feature_text(claims.one(package, claim_id), values, control)

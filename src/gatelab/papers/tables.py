@@ -10,7 +10,7 @@ holds them: the renderer never rounds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 import pandas as pd
 
@@ -46,7 +46,8 @@ def write(frame: pd.DataFrame, out: Path, name: str, caption: str = "",
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (numbers if numbers is not None else frame).to_csv(out / f"{name}.csv", index=False)
-    (out / f"{name}.tex").write_text(latex(frame, caption) + ("" if latex(frame, caption).endswith("\n") else "\n"))
+    tex = latex(frame, caption)
+    (out / f"{name}.tex").write_text(tex if tex.endswith("\n") else tex + "\n")
     return markdown(frame)
 
 
@@ -76,7 +77,3 @@ def tex_beside(reports: Path, check: bool = False) -> list[Path]:
                 tex.write_text(text)
     return stale
 
-
-def cells(rows: Iterable[dict], columns: list[str]) -> pd.DataFrame:
-    """A display frame from rows of cells, in ``columns``' order."""
-    return pd.DataFrame(list(rows), columns=columns)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gatelab.papers import claims, report
 from gatelab.papers.dgn.figures import FIG4_INPUTS, FIG4_NAMES
-from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, runs_of, scale_of
+from gatelab.papers.rows import Item, Row, feature, count_of, csv, first_csv, missing, nothing, runs_of, scale_of
 
 FIGS = "dgn-figures-paper"
 FIGS_QUICK = "dgn-figures"
@@ -28,12 +28,6 @@ def _final(df, by: str = "depth"):
     return df.sort_values("step").groupby(by).err_ratio.last()
 
 
-def _judged(claim_id: str, values: dict) -> str:
-    """The verdict of paper 002's declared feature claim ``claim_id`` (dgn/claims.yaml) on ``values``."""
-    from gatelab.papers import claims
-    return claims.feature_text(claims.one("dgn", claim_id), values)
-
-
 def figure1(root: Path) -> Row:
     rel, scale, df = _figs(root, "dgn_figure1")
     if df is None:
@@ -46,7 +40,7 @@ def figure1(root: Path) -> Row:
     return Row(scale, rel, f"{_nets(root, rel, meas)} random nets per (w, d)",
                f"mean |e.c.d.f − ideal| / n: {by_w[w_small]:.3f} at w={w_small}, {by_w[w_large]:.3f} at w={w_large}",
                "closer to the ideal eq. (5) at w=500 than at w=25",
-               _judged("f1-width", {"ecdf_gap_large_minus_small_width": float(by_w[w_large] - by_w[w_small])}),
+               feature("dgn", "f1-width", {"ecdf_gap_large_minus_small_width": float(by_w[w_large] - by_w[w_small])}),
                results=f"{rel}/dgn_figure1.csv")
 
 
@@ -85,7 +79,7 @@ def figure2(root: Path) -> Row:
     return Row(scale, rel, f"{n} random nets per depth, w=500",
                f"within {SE} s.e. of eq. (5): off-diagonal at {int((z_off.abs() <= SE).sum())} of {len(df)} depths, "
                f"diagonal at {int((z_diag.abs() <= SE).sum())} of {len(df)}" + (f"; {'; '.join(bad)}" if bad else ""),
-               "diagonal 1, off-diagonal µ^(d−1) (eq. 5)", _judged("f2-entries", {"entries_beyond_3se": len(bad)}), why,
+               "diagonal 1, off-diagonal µ^(d−1) (eq. 5)", feature("dgn", "f2-entries", {"entries_beyond_3se": len(bad)}), why,
                results=f"{rel}/dgn_figure2.csv")
 
 
@@ -99,7 +93,7 @@ def figure3(root: Path) -> Row:
                f"w={df.width.min()}: ‖e‖² ratio after the last step {small.iloc[0]:.2g} (d={small.index[0]}), "
                f"{small.min():.2g} (d={best}), {small.iloc[-1]:.2g} (d={small.index[-1]})",
                "convergence improves with depth, then degrades at a fixed width (Thm 2.3)",
-               _judged("f3-depth", {"best_depth_above_shallowest": best - int(small.index.min()),
+               feature("dgn", "f3-depth", {"best_depth_above_shallowest": best - int(small.index.min()),
                                     "best_depth_below_deepest": int(small.index.max()) - best}),
                results=f"{rel}/dgn_figure3.csv")
 
@@ -117,7 +111,7 @@ def figure4(root: Path) -> Row:
                f"after the last step: GaLU {g.iloc[0]:.2g} (d={g.index[0]}) → {g.iloc[-1]:.2g} (d={g.index[-1]}); "
                f"GaLU below ReLU at {better} of {len(g)} depths",
                "convergence improves with depth; GaLU optimises better than ReLU",
-               _judged("f4-galu", {"galu_deepest_over_shallowest": float(g.iloc[-1] / g.iloc[0]),
+               feature("dgn", "f4-galu", {"galu_deepest_over_shallowest": float(g.iloc[-1] / g.iloc[0]),
                                    "galu_below_relu_share": better / len(g)}),
                "the unit-sphere variant: dgn_figure4_*_sphere10", results=f"{rel}/dgn_figure4_galu.csv")
 
@@ -181,7 +175,7 @@ def figure8(root: Path) -> Row:
                f"ν(K̂) at epoch {int(df.epoch.max())}: learned {end.nu['learned gates']:.0f}, soft-GaLU "
                f"{end.nu['soft-GaLU β=4']:.0f}, ReLU {end.nu['ReLU']:.0f}, GaLU frozen {end.nu['GaLU frozen']:.0f}; "
                f"panels drawn: {', '.join(panels)}", "ν_t smaller for learned / adaptable gates than frozen",
-               _judged("f8-nu-gates", values),
+               feature("dgn", "f8-nu-gates", values),
                "" if len(panels) == 4 else "the Kʷ and Kᵃ panels: rerun `make dgn-figures FIG_SCALE=paper`",
                results=f"{rel}/dgn_figure8.csv")
 
@@ -199,7 +193,7 @@ def figure10(root: Path) -> Row:
                f"K0 within {SE} s.e. of d at {k_ok} of {len(df)} depths; first-step rate "
                f"{df.rate_first.min():.3f}-{df.rate_first.max():.3f}; mean rate {df.rate_mean.max():.2f} to "
                f"{df.rate_mean.min():.2f}", "E[K0] = d; rate 0.81, faster as K_t grows",
-               _judged("f10-rate", values), results=f"{rel}/dgn_figure10_summary.csv")
+               feature("dgn", "f10-rate", values), results=f"{rel}/dgn_figure10_summary.csv")
 
 
 def table4(root: Path) -> Row:
@@ -288,7 +282,7 @@ def figure5(root: Path) -> Row:
     return Row(scale, rel, f"{seeds} seed(s) per regime and training set, {len(sets)} training sets",
                f"test ReLU {relu:.2f}%, GaLU {galu:.2f}%; GaLU faster on {len(quick)} of {len(sets)} training sets",
                "test ReLU 98.5%, GaLU 96.5%; GaLU trains a bit faster",
-               _judged("f5-galu-relu", {"relu_minus_galu_test": float(relu - galu),
+               feature("dgn", "f5-galu-relu", {"relu_minus_galu_test": float(relu - galu),
                                         "sets_galu_faster_share": len(quick) / len(sets) if sets else 0.0,
                                         "training_sets": len(sets)}),
                "" if scale == "paper" else "reduced (dgn-fig5-reduced.yaml); every image and 100 epochs: `make dgn-figure5` "

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from gatelab.core.config import CONF_DIR
 
 from gatelab.papers import claims, report, stats
-from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing, qualitative, runs_of
+from gatelab.papers.rows import Item, Row, feature, csv, first_csv, missing, nothing, qualitative, runs_of
 from gatelab.papers.npf.figure3 import runs_in
 from gatelab.papers.npf.table2 import PAPER_TABLE2, REGIME_TITLES, gap, per_seed
 
@@ -178,7 +178,7 @@ def figure3_middle(root: Path) -> Row:
     first, last = df.nu.iloc[0], df.nu.iloc[-1]
     return Row("paper", rel, f"{runs_in(df)} run(s), {int(df.epoch.iloc[-1])} epochs",
                f"ν {first:.4g} at epoch 0 → {last:.4g} at epoch {int(df.epoch.iloc[-1])}", "ν_t falls during training",
-               claims.feature_text(claims.one("npf", "f3-middle-nu"), {"nu_last_over_first": float(last / first)}),
+               feature("npf", "f3-middle-nu", {"nu_last_over_first": float(last / first)}),
                f"the paper gives no epochs: {int(df.epoch.iloc[-1])} is gatelab's choice",
                results=f"{rel}/figure3_middle.csv")
 
@@ -195,7 +195,7 @@ def figure3_right(root: Path) -> Row:
         return {"trace_ratio": float(r.trace_Kv / r.trace_Kf), "fro_ratio": float(r.fro_Kv / r.fro_Kf)}
     start, end = df.sort_values("epoch").iloc[0], df.sort_values("epoch").iloc[-1]
     t1, f1 = ratios(end).values()
-    verdict = claims.feature_text(claims.one("npf", "f3-right-same-scale"), ratios(end), ratios(start)) + \
+    verdict = feature("npf", "f3-right-same-scale", ratios(end), ratios(start)) + \
         f" (control: epoch {int(start.epoch)})"
     return Row("paper", rel, f"{runs_in(df)} run(s), {int(end.epoch)} epochs",
                f"trace Kᵛ / trace Kᶠ = {t1:.2f} at epoch {int(end.epoch)} (Frobenius {f1:.2f})",

@@ -9,7 +9,7 @@ import pandas as pd
 
 from gatelab.papers import claims, report
 from gatelab.papers.races.table1 import _pm
-from gatelab.papers.rows import Item, Row, count_of, csv, first_csv, missing, nothing, runs_of
+from gatelab.papers.rows import Item, Row, feature, count_of, csv, first_csv, missing, nothing, runs_of
 
 DROP_PAPER = 300  # "the loss drops around t=300" (Fig 1a; d=300, N=200, small init)
 
@@ -102,7 +102,7 @@ def figure1(root: Path) -> Row:
     return Row("paper", "races", f"{len(cell)} seeds (every step traced)",
                f"loss drop (10%) at step {cell.mean():.0f} ± {cell.std(ddof=0):.0f} (std ddof 0, as races/table1.md), "
                f"{cell.mean() / DROP_PAPER:.1f}× the paper's", "drop around t=300 (d=300, N=200)",
-               _judged("drop-time", {"drop_over_paper": cell.mean() / DROP_PAPER}),
+               feature("races", "drop-time", {"drop_over_paper": cell.mean() / DROP_PAPER}),
                "clusters and norms: races/figure1.png; " + drop_note(root), results="races/loss_drop.csv")
 
 
@@ -132,7 +132,7 @@ def figure3a(root: Path) -> Row:
     below = bool((a.loc[[d for d in a.index if d >= 100], min(a.columns)] > a.loc[[d for d in a.index if d >= 100], 200]).any())
     return Row("paper", "races", f"{len(a.index)} widths × {len(a.columns)} N × {seeds} seeds, σ₀=1e-5, 100 epochs",
                "k at N=4000: " + ", ".join(f"d={int(d)}: {a.loc[d, max(a.columns)]:.0f}" for d in a.index),
-               "k rises with N until it saturates at d", _judged("clusters-saturate", values)
+               "k rises with N until it saturates at d", feature("races", "clusters-saturate", values)
                + ("; below N=200 k falls with N for d ≥ 100 (races/SUMMARY.md)" if below else ""), results="races/figure3.csv")
 
 
@@ -151,7 +151,7 @@ def figure3b(root: Path) -> Row:
                f"σ₀=1e-5, N=200: k {small.loc[(200, 'init')]:.0f} → {small.loc[(200, 'before drop')]:.0f} before the drop → "
                f"{small.loc[(200, 'end')]:.0f}; σ₀=1e-3 ends at {large.loc[(200, 'end')]:.0f}",
                "neurons align during the plateau; a larger init gives more clusters",
-               _judged("clusters-align-and-init", values), results="races/figure3.csv")
+               feature("races", "clusters-align-and-init", values), results="races/figure3.csv")
 
 
 def figures4_5(col: str, paper: str, claim_id: str):
@@ -162,14 +162,9 @@ def figures4_5(col: str, paper: str, claim_id: str):
         cells = df.groupby(["sigma0", "N"])[col].mean()
         return Row("paper", "races", f"{len(df)} nets (every seed)",
                    f"Spearman ρ per cell {cells.min():.2f} to {cells.max():.2f}", paper,
-                   _judged(claim_id, {"rho_min": float(cells.min()), "rho_max": float(cells.max())}),
+                   feature("races", claim_id, {"rho_min": float(cells.min()), "rho_max": float(cells.max())}),
                    results="races/figures4_5_stats.csv")
     return row
-
-
-def _judged(claim_id: str, values: dict) -> str:
-    """The verdict of paper 004's declared feature claim ``claim_id`` (races/claims.yaml) on ``values``."""
-    return claims.feature_text(claims.one("races", claim_id), values)
 
 
 def figure8(root: Path) -> Row:
@@ -177,7 +172,7 @@ def figure8(root: Path) -> Row:
     if df is None:
         return missing("races", "`make races`")
     return Row("paper", "races", "the traced seed", f"{len(df)} loss points, {df.loss.iloc[0]:.3f} → {df.loss.iloc[-1]:.3g}",
-               "a plateau, then a drop", _judged("loss-leaves-plateau", {"loss_end_over_start":
+               "a plateau, then a drop", feature("races", "loss-leaves-plateau", {"loss_end_over_start":
                                                                         float(df.loss.iloc[-1] / df.loss.iloc[0])}),
                "the curves of every cell: races/figure1a_loss.png and loss_drop.csv", results="races/figure1a_loss.csv")
 
@@ -214,7 +209,7 @@ def figure7(root: Path) -> Row:
     return Row("paper" if seeds >= 3 else "reduced", APPENDIX, f"{seeds} probe draws × {len(sizes)} N × 2 alignments",
                f"means {means.min():.1f}-{means.max():.1f} at N {sizes[0]}-{sizes[-1]}",
                f"{lo}-{hi} (§3, for its CIFAR-10 datasets)",
-               _judged("stable-cells", values) + f"; {inside} of {len(means)} means in {lo}-{hi}",
+               feature("races", "stable-cells", values) + f"; {inside} of {len(means)} means in {lo}-{hi}",
                ("" if sizes[-1] >= 4000 else "N = 2000, 4000 not run here (the probes' first product grows with N; "
                 "`--sizes` runs them)")
                + ("" if iso is None else f"; what moves it ({APPENDIX}/figure7_isolation.md): "

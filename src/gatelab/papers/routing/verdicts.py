@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from gatelab.papers import claims, thresholds
-from gatelab.papers.rows import Item, Row, csv, first_csv, missing, nothing
+from gatelab.papers.rows import Item, Row, csv, feature, first_csv, missing, nothing
 
 TOY = "routing-toy"
 
@@ -30,7 +30,7 @@ def _params(s: dict, fig: str) -> str:
 
 def _toy_row(s: dict, fig: str, claim_id: str, ours: str, paper: str, values: dict) -> Row:
     """A toy figure judged by its declared feature claim (``routing/claims.yaml``) on ``values``."""
-    return Row("paper", TOY, _params(s, fig), ours, paper, claims.feature_text(claims.one("routing", claim_id), values),
+    return Row("paper", TOY, _params(s, fig), ours, paper, feature("routing", claim_id, values),
                results=f"{TOY}/toy_summary.json")
 
 
