@@ -32,16 +32,18 @@ STILL = 1.0  # points a cell's mean best-so-far may still rise over its last fif
 
 @dataclass(frozen=True)
 class Control:
-    must: str  # no_difference | differ
+    must: str  # no_difference (shown by TOST within ``margin``) | differ | fail
     cells: tuple = ()  # the control pair; empty with untrained: the claim's own cells, untrained
     untrained: bool = False
+    margin: Optional[float] = None  # no_difference: the equivalence margin the control must be shown within
+    why: str = ""  # the reason for that margin
 
 
 @dataclass(frozen=True)
 class Claim:
     id: str
     item: str  # the page's item ("Table 2")
-    words: str  # the seed's words
+    words: str  # the seed's words, or ours where ``paraphrase`` gives the seed's sentence they paraphrase
     where: str  # the section or line they stand in
     kind: str
     cells: tuple
@@ -55,6 +57,7 @@ class Claim:
     decides_within: Optional[float] = None  # threshold: the widest interval that decides
     tests: tuple = ()  # feature: ({"of": quantity, op: bound}, ...)
     each: bool = False  # ordering: the cells are groups, and every member of the first is above every one of the second
+    paraphrase: str = ""  # the seed's own sentence that ``words`` paraphrases (tests/test_claims.py finds it)
 
 
 def _claim(d: dict, source: Path) -> Claim:
@@ -64,8 +67,9 @@ def _claim(d: dict, source: Path) -> Claim:
               min_seeds=int(d.get("min_seeds", 2)), rows=tuple(d.get("rows") or ()), value=d.get("value"),
               precision=d.get("precision"), decides_within=d.get("decides_within"),
               tests=tuple(dict(t) for t in d.get("tests") or ()), each=bool(d.get("each", False)),
-              control=Control(str(ctl["must"]), tuple(ctl.get("cells") or ()), bool(ctl.get("untrained", False)))
-              if ctl else None)
+              paraphrase=str(d.get("paraphrase", "")),
+              control=Control(str(ctl["must"]), tuple(ctl.get("cells") or ()), bool(ctl.get("untrained", False)),
+                              ctl.get("margin"), str(ctl.get("why", ""))) if ctl else None)
     need = {"ordering": 2, "equivalence": 2, "nearer": 3, "threshold": 2, "feature": 0, "published": 0, "identity": 0}
     if c.kind not in KINDS:
         raise ValueError(f"{source}: claim {c.id}: kind {c.kind!r} is not one of {', '.join(KINDS)}")
@@ -90,6 +94,9 @@ def _claim(d: dict, source: Path) -> Claim:
     if c.control and c.kind != "feature" and (c.control.must not in MUSTS[:2] or
                                               (not c.control.untrained and len(c.control.cells) != 2)):
         raise ValueError(f"{source}: claim {c.id}: a control must be {' or '.join(MUSTS)} on two cells or untrained")
+    if c.control and c.control.must == "no_difference" and not (c.control.margin and c.control.why):
+        raise ValueError(f"{source}: claim {c.id}: a no_difference control is shown by equivalence (TOST): it needs "
+                         "its margin and the reason for it (control: {margin: ..., why: ...})")
     return c
 
 
@@ -132,6 +139,8 @@ class Judged:
     p_holm: float = math.nan
     control: Optional[stats.Result] = None
     control_ok: Optional[bool] = None  # None: no control declared
+    against: Optional[stats.Result] = None  # the test of the opposite (gatelab.papers.outcomes: contradicted)
+    n: int = 0  # seeds of its smallest cell
     paper_holds: Optional[bool] = None  # None: no published numbers to test it on
     names: dict = field(default_factory=dict)
 
@@ -151,9 +160,9 @@ class Judged:
         c, cl = self.control, self.claim.control
         pair = " untrained" if cl.untrained else ""
         cells = [self.names.get(x, x) for x in (self.claim.cells[:2] if cl.untrained else cl.cells)]
-        need = "no difference either way" if cl.must == "no_difference" else "not equivalent"
+        need = f"equivalence within ±{cl.margin:g} shown (TOST)" if cl.must == "no_difference" else "not equivalent"
         return (f"{cells[0]} vs {cells[1]}{pair} (needs {need}): Δ {c.diff:+.2f} ± {c.se:.2f} s.e., p {c.p:.3f} "
-                f"({'behaves' if self.control_ok else 'MISBEHAVES'})")
+                f"({'shown' if self.control_ok else 'not shown'})")
 
 
 def _n(x) -> int:
@@ -194,10 +203,10 @@ def _control(c: Claim, data: dict, untrained: dict) -> tuple[Optional[stats.Resu
     src, pair = (untrained, c.cells[:2]) if c.control.untrained else (data, c.control.cells)
     if any(_n(src.get(x)) < 2 for x in pair):
         return None, None
-    if c.control.must == "no_difference":
-        r = stats.no_difference(src[pair[0]], src[pair[1]])
-    else:
-        r = stats.equivalent(src[pair[0]], src[pair[1]], margin=float(c.margin))
+    if c.control.must == "no_difference":  # behaves only when equivalence is shown: absence of a difference is not
+        r = stats.equivalent(src[pair[0]], src[pair[1]], margin=float(c.control.margin))
+        return r, r.rejects
+    r = stats.equivalent(src[pair[0]], src[pair[1]], margin=float(c.margin))
     return r, not r.rejects
 
 
@@ -212,34 +221,19 @@ def judge(claims: list[Claim], data: dict, untrained: Optional[dict] = None, pap
     for c in claims:
         if any(_n(data.get(x)) < max(2, c.min_seeds) for x in c.cells):
             continue
-        j = Judged(c, _test(c.kind, [data[x] for x in c.cells], c.margin), names=names)
+        cells = [data[x] for x in c.cells]
+        j = Judged(c, _test(c.kind, cells, c.margin), names=names, n=min(_n(x) for x in cells))
+        j.against = stats.outside(*cells, margin=float(c.margin)) if c.kind == "equivalence" else \
+            stats.reverse(j.test, *cells)
         j.control, j.control_ok = _control(c, data, untrained)
         if paper and all(x in paper for x in c.cells):
             j.paper_holds = _test(c.kind, [paper[x] for x in c.cells], c.margin).rejects
         out.append(j)
     for j, p in zip(out, stats.holm([j.test.p for j in out])):
         j.p_holm, j.holds = p, p < j.test.alpha
+    from gatelab.papers import outcomes
+    outcomes.RECORD.extend(out)  # what confirm --dry-run reads the exploratory effects from
     return out
-
-
-def summary(judged: list[Judged]) -> tuple[str, str]:
-    """(word, sentence): ``agrees`` when every counted claim holds and every control behaves, ``differs`` when one
-    fails with the controls behaving, ``no evidence`` when a control misbehaves or is missing, ``no result`` when
-    nothing was judged. Counted: claims the paper's own numbers pass (or that have none to test)."""
-    counted = [j for j in judged if j.paper_holds is not False]
-    unbacked = [j.what() for j in judged if j.paper_holds is False]
-    if not counted:
-        return "no result", "nothing judged" + (f"; not counted, the paper's own numbers fail: {'; '.join(unbacked)}"
-                                                if unbacked else "")
-    blind = [j for j in counted if j.claim.control and not j.control_ok]
-    held = sum(j.holds for j in counted)
-    word = "no evidence" if blind else ("agrees" if held == len(counted) else "differs")
-    failed = [j.text() for j in counted if not j.holds]
-    controls = "; ".join(dict.fromkeys(j.control_text() if j.control else f"{j.what()}: control missing"
-                                       for j in counted if j.claim.control))
-    return word, (f"{held} of {len(counted)} claims hold (Welch/TOST, Holm)" +
-                  (f" (not: {'; '.join(failed)})" if failed else "") + (f"; controls: {controls}" if controls else "") +
-                  (f"; not counted, the paper's own numbers fail it: {'; '.join(unbacked)}" if unbacked else ""))
 
 
 # -- features of deterministic runs --
@@ -282,14 +276,14 @@ def feature(c: Claim, values: dict, control: Optional[dict] = None) -> tuple[str
     ctl = ""
     if c.control is not None:
         if not control or any(control.get(t["of"]) is None for t in c.tests):
-            return "no evidence", f"{test}; control missing"
+            return "not shown", f"{test}; control missing"
         blind = all(_holds(t, control[t["of"]]) for t in c.tests)
         shown = dict.fromkeys(t["of"] for t in c.tests if not isinstance(control[t["of"]], (list, tuple)))
         ctl = "; control " + ", ".join(f"{q} {control[q]:.3g}" for q in shown) + \
-            (" passes too: no evidence" if blind else " (rejected)")
+            (" passes too: not shown" if blind else " (rejected)")
         if blind:
-            return "no evidence", test + ctl
-    return ("differs", f"{test}; fails: {', '.join(failed)}{ctl}") if failed else ("agrees", test + ctl)
+            return "not shown", test + ctl
+    return ("contradicted", f"{test}; fails: {', '.join(failed)}{ctl}") if failed else ("confirmed", test + ctl)
 
 
 def feature_text(c: Claim, values: dict, control: Optional[dict] = None) -> str:
@@ -360,23 +354,26 @@ def tally(compared: Iterable[Verdict]) -> str:
 
 def threshold_verdict(t, value: float, margin: float = thresholds.READ_WITHIN,
                       precision: float = thresholds.READ_PRECISION, decides: float = thresholds.DECIDES_WITHIN) -> str:
-    """The paper's ``value`` against a sweep's :class:`~gatelab.papers.thresholds.Threshold` ``t``: ``agrees`` (inside
-    the interval ± ``margin``, the interval no wider than ``decides``), ``differs`` (outside), ``no evidence`` (inside a
-    wider interval), ``borderline`` when the verdicts at ``margin`` ± ``precision`` differ (issue #47: the tolerance's
-    own precision decides it), ``no result`` without an interval (a sweep of one point)."""
+    """The paper's ``value`` against a sweep's :class:`~gatelab.papers.thresholds.Threshold` ``t``: ``confirmed``
+    (inside the interval ± ``margin``, the interval no wider than the cap ``decides``), ``contradicted`` (outside),
+    ``not shown`` (inside a wider interval), ``borderline`` when the verdicts at ``margin`` ± ``precision`` or at the
+    cap ± ``precision`` differ (issue #54: a cap is a margin too; its own precision must not decide it), ``no
+    result`` without an interval (a sweep of one point)."""
     if math.isnan(t.lo):
         return "no result"
 
-    def at(within: float) -> str:
+    def at(within: float, cap: float) -> str:
         if not t.holds(value, within):
-            return "differs"
-        return "agrees" if t.width() <= decides else "no evidence"
-    edges = {at(margin + d) for d in (-precision, precision)}
-    return "borderline" if len(edges) > 1 else at(margin)
+            return "contradicted"
+        return "confirmed" if t.width() <= cap else "not shown"
+    edges = {at(margin + d, decides + e) for d in (-precision, precision) for e in (-precision, precision)}
+    return "borderline" if len(edges) > 1 else at(margin, decides)
 
 
 def threshold_claim(c: Claim, t) -> str:
     """A declared threshold claim on a sweep's :class:`~gatelab.papers.thresholds.Threshold`."""
+    from gatelab.papers import outcomes
+    outcomes.THRESHOLDS.append((c, t))  # what confirm --dry-run sizes the seeds from
     return threshold_verdict(t, float(c.value), float(c.margin), float(c.precision), float(c.decides_within))
 
 
@@ -385,11 +382,12 @@ def threshold_text(word: str, interval: str, margin: float = thresholds.READ_WIT
     """A threshold's verdict as the page words it (``qualitative: agrees (test: ...)``; no evidence says the
     interval is too wide to decide, borderline which tolerances flip it)."""
     test = f"the paper's value in the interval ± {margin:g}, the interval no wider than {decides:g}"
-    if word == "no evidence":
-        return f"qualitative: no evidence (test: {test}; the interval {interval} is wider: more seeds narrow it)"
+    if word == "not shown":
+        return f"qualitative: not shown (test: {test}; the interval {interval} is wider: more seeds narrow it)"
     if word == "borderline":
         return (f"borderline (test: {test}; the interval {interval} gives another verdict at ± "
-                f"{margin - precision:g} than at ± {margin + precision:g})")
+                f"{margin - precision:g} .. {margin + precision:g}, or at a cap of {decides - precision:g} .. "
+                f"{decides + precision:g})")
     return f"qualitative: {word} (test: {test})"
 
 

@@ -101,28 +101,31 @@ def blocks() -> dict[tuple[str, str], Callable[[Path], list[str]]]:
     return {**dgn.BLOCKS, **races.BLOCKS}
 
 
-AGREE = ("within", "qualitative: agrees", "checked")
-DIFFER = ("off", "qualitative: differs", "differs")
+AGREE = ("within", "qualitative: confirmed", "checked", "confirmed")
+DIFFER = ("off", "qualitative: contradicted", "contradicted")
+UNSHOWN = ("qualitative: not shown", "not shown", "borderline")
+OUTCOMES = ("confirmed", "contradicted", "not shown", "not comparable", "rule after results")  # the tally's order
 
 
 def outcome(r: Row) -> str:
-    """agrees / differs / not comparable / rule after results / not run / n/a: a tally ("8 of 10 within") agrees
-    only when every count is whole; a verdict at a reduced or quick scale is not comparable number for number; a
-    verdict by claims changed after the results they judge is not counted (gatelab.papers.preregistration)."""
+    """confirmed / contradicted / not shown / not comparable / rule after results / not run / n/a
+    (gatelab.papers.outcomes): a tally ("8 of 10 within") confirms only when every count is whole; a borderline
+    verdict (within only by the 0.5 floor, or at the edge of a tolerance or cap) is not shown; a verdict by claims
+    not pre-registered by the runs behind it is not counted (gatelab.papers.preregistration)."""
     if r.scale in ("none", "n/a"):
         return {"none": "not run", "n/a": "n/a"}[r.scale]
     if r.registration is not None and r.registration.after:
         return "rule after results"
-    if r.verdict.startswith("borderline"):  # within only by the 0.5 floor, or at the edge of a tolerance
-        return "borderline"
-    if r.verdict.startswith(("not comparable", "qualitative: no evidence")):  # a control not rejected: no evidence
+    if r.verdict.startswith(UNSHOWN):
+        return "not shown"
+    if r.verdict.startswith("not comparable"):
         return "not comparable"
     tallies = re.findall(r"(\d+) of (\d+) within", r.verdict)
     if tallies and not r.verdict.startswith(AGREE + DIFFER):
-        return "agrees" if all(a == b for a, b in tallies) else "differs"
+        return "confirmed" if all(a == b for a, b in tallies) else "contradicted"
     if r.verdict.startswith(AGREE):
-        return "agrees"
-    return "differs" if r.verdict.startswith(DIFFER) else "not comparable"
+        return "confirmed"
+    return "contradicted" if r.verdict.startswith(DIFFER) else "not comparable"
 
 
 def summary_lines(root: Path = REPORTS, link: str = "outputs/reports/README.md", got=None) -> list[str]:
@@ -130,16 +133,18 @@ def summary_lines(root: Path = REPORTS, link: str = "outputs/reports/README.md",
     got = rows(root) if got is None else got
     out = [f"What reproduces, item by item, with the numbers: [{link}]({link}) (generated from the reports' CSVs "
            "by `make page`). Per paper, its tables, figures and numbered experiments:", "",
-           "| paper | items | at the paper's scale: agree / differ (rule after results: read today) | reduced or quick "
+           "| paper | items | at the paper's scale: confirmed / contradicted / not shown (rule after results: read "
+           "today) | reduced or quick "
            "only | not run | nothing to run |",
            "|---|---|---|---|---|---|"]
     for paper in ("001", "002", "003", "004"):
         mine = [r for it, r in got if it.paper == paper]
         at = [r for r in mine if r.scale == "paper"]  # an identity check (scale test) is not agreement
         late = [outcome(replace(r, registration=None)) for r in at if outcome(r) == "rule after results"]
-        out.append(f"| {paper} {TITLES[paper]} | {len(mine)} | {len(at)}: {sum(outcome(r) == 'agrees' for r in at)} / "
-                   f"{sum(outcome(r) == 'differs' for r in at)}"
-                   + (f" ({len(late)}: {late.count('agrees')} / {late.count('differs')})" if late else "") +
+        out.append(f"| {paper} {TITLES[paper]} | {len(mine)} | {len(at)}: {sum(outcome(r) == 'confirmed' for r in at)} / "
+                   f"{sum(outcome(r) == 'contradicted' for r in at)} / {sum(outcome(r) == 'not shown' for r in at)}"
+                   + (f" ({len(late)}: {late.count('confirmed')} / {late.count('contradicted')} / "
+                      f"{late.count('not shown')})" if late else "") +
                    f" | {sum(r.scale in ('reduced', 'quick') for r in mine)} | "
                    f"{sum(r.scale == 'none' for r in mine)} | {sum(r.scale == 'n/a' for r in mine)} |")
     return out
@@ -153,15 +158,27 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def rows(root: Path = REPORTS) -> list[tuple[Item, Row]]:
-    """Every item's row, with the pre-registration of its declared claims against the results it read."""
+CONFIRM = "confirm"  # <reports>/confirm/<report>: the confirmation runs' reports (python -m gatelab confirm)
+
+
+def rows(root: Path = REPORTS, confirmations: bool = True) -> list[tuple[Item, Row]]:
+    """Every item's row, with the pre-registration of its declared claims against the results it read; an item's
+    confirmation report (``<root>/confirm/``) replaces its exploratory one (``confirmations=False``: the
+    exploratory rows alone, what :func:`gatelab.papers.confirm.needed` sizes the seeds from)."""
     from gatelab.papers import claims, preregistration
-    out = []
+    out, fresh = [], Path(root) / CONFIRM
     for it in items():
         r = it.row(Path(root))
+        again = it.row(fresh) if confirmations and fresh.is_dir() and r.scale not in ("n/a", "test") else None
+        if again is not None and again.scale not in ("none", "n/a"):  # the confirmation report decides the item
+            r = replace(again, report=f"{CONFIRM}/{again.report}", results=f"{CONFIRM}/{again.results}"
+                        if again.results else "")
         path, ids = claims.declared_for(it.item, it.paper)
         if path is not None and r.results and r.scale not in ("none", "n/a"):
-            r.registration = preregistration.check(path, ids, Path(root) / r.results, r.older)
+            r.registration = preregistration.check(path, ids, Path(root) / r.results, r.older, Path(root))
+        elif r.scale not in ("none", "n/a", "test"):  # a result no declared claim and no results file can date
+            r.registration = preregistration.Registration(None, None, True, "no declared claim or results file "
+                                                          "to date it by" if path is None else "no results file")
         out.append((it, r))
     return out
 
@@ -173,7 +190,7 @@ def _unregistered(with_result: list) -> str:
     if not after:
         return ""
     read = [outcome(replace(r, registration=None)) for r in after]
-    said = {"agrees": "agree", "differs": "differ", "not comparable": "not comparable", "borderline": "borderline"}
+    said = {w: w for w in OUTCOMES[:4]}
     words = ", ".join(f"{read.count(w)} {said[w]}" for w in said if w in read)
     return (f" Read by today's rules without that mark, those {len(after)} would be: {words} (a reading, not a "
             "result: new runs committed after the claims decide them).")
@@ -190,32 +207,29 @@ def render(root: Path = REPORTS, got=None) -> str:
            "Generated by `python -m gatelab page` (`make page`) from the CSVs, JSON summaries and PROVENANCE "
            "files of the reports in this folder; nothing here is typed by hand. One row per table, figure and "
            "numbered experiment of the four papers (`docs/papers.md`).", "",
-           "A number with a published mean and std is compared by the one rule: **within** when "
-           "|ours − paper| ≤ max(2 paper-std, 0.5), else **off by n paper-std**. A figure without published "
-           "numbers is compared by the feature the paper states (**qualitative: agrees / differs**), as a test "
-           "beside a negative control it must reject; **no evidence** (counted as not comparable) when the control "
-           "passes too or the interval is too wide to decide. A threshold read off a sweep (paper 003's K/M) is the "
-           "K/M where the gap falls to 1 point, with its 95% interval over seeds (docs/reproducing.md). Scale: "
-           "**paper** (the paper's settings), **reduced** / **quick** (smaller, labelled in the report: not "
-           "comparable number for number), **test** (checked by the test suite), **none** (not run: the "
-           "reason is given), **n/a** (a definition or an illustration).", "",
+           "Every verdict has one of three outcomes (docs/reproducing.md, `gatelab.papers.outcomes`): **confirmed** "
+           "(the paper's claim passes its declared test, Holm-corrected, and every control is shown: a control of "
+           "no difference by equivalence within its margin, TOST), **contradicted** (the opposite is shown: an "
+           "ordering significantly reversed, a difference significantly outside an equivalence margin, a threshold "
+           "outside its interval, a published mean ± std more than max(2 paper-std, 0.5) away), **not shown** "
+           "(neither: the row gives the power its test had; a borderline verdict, one that a tolerance or cap within "
+           "its stated precision would flip, is not shown too). **not comparable**: a reduced-scale number not "
+           "compared number for number, or no test possible. An item counts only when every run behind it started "
+           "after its claim was committed, from a clean tree that descends from the claim's commit, on seeds no "
+           "earlier run used (`gatelab.papers.preregistration`, read from the report's `runs.csv`); otherwise "
+           "**rule after results**: shown, not counted. Scale: **paper** (the paper's settings), **reduced** / "
+           "**quick** (smaller, labelled in the report), **test** (checked by the test suite), **none** (not run: "
+           "the reason is given), **n/a** (a definition or an illustration).", "",
            f"- {len(got)} items: {count(lambda r: r.scale == 'paper')} at the paper's scale, "
            f"{count(lambda r: r.scale in ('reduced', 'quick'))} at a reduced or quick scale, "
            f"{count(lambda r: r.scale == 'test')} checked by tests, {count(lambda r: r.scale == 'none')} not run, "
            f"{count(lambda r: r.scale == 'n/a')} with nothing to run.",
            f"- Of the {len(with_result)} experiments with a result, each counted once ({shared} items are another "
            f"paper's experiment, shown under both; the {checks} identity check(s) of the test suite are not "
-           "evidence of agreement and not counted): "
-           f"{sum(outcome(r) == 'agrees' for r in with_result)} agree, "
-           f"{sum(outcome(r) == 'differs' for r in with_result)} differ, "
-           f"{sum(outcome(r) == 'not comparable' for r in with_result)} are not comparable at their scale (a tally "
-           "such as \"8 of 10 within\" agrees only when whole; a reduced-scale result is not compared number for "
-           "number, though its feature may be), "
-           f"{sum(outcome(r) == 'borderline' for r in with_result)} are borderline (every cell within, some only by the "
-           "0.5 floor, or a threshold verdict that a change of its tolerance within its stated precision would flip), "
-           f"{sum(outcome(r) == 'rule after results' for r in with_result)} are judged by claims declared after their "
-           "results (**rule after results**: shown, not counted; a claim is committed before the results it judges, "
-           "`src/gatelab/papers/<paper>/claims.yaml`, checked against git)." + _unregistered(with_result), ""]
+           "evidence of agreement and not counted): " +
+           ", ".join(f"{sum(outcome(r) == w for r in with_result)} {w}" for w in OUTCOMES) +
+           f" ({sum(outcome(r) != 'rule after results' for r in with_result)} outside rule after results)." +
+           _unregistered(with_result), ""]
     for paper in ("001", "002", "003", "004"):
         out += [f"## Paper {paper}: {TITLES[paper]}", "",
                 "| item | what | scale | report | runs | ours | paper | verdict | outcome | claims / results | why / next |",

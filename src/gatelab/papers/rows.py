@@ -98,7 +98,7 @@ def count_of(df: pd.DataFrame, fallback: Optional[int], column: str = "n") -> st
 def qualitative(agrees: bool, test: str) -> str:
     """The verdict on a figure without published numbers: whether ours passes ``test``, the check of the
     feature the paper states."""
-    return f"qualitative: {'agrees' if agrees else 'differs'} (test: {test})"
+    return f"qualitative: {'confirmed' if agrees else 'contradicted'} (test: {test})"
 
 
 def feature(package: str, claim_id: str, values: dict, control: Optional[dict] = None) -> str:

@@ -125,3 +125,82 @@ def nearer(a: Data, b: Data, c: Data, alpha: float = ALPHA) -> Result:
         return Result("nearer", d, 0.0, float(d <= 0), alpha)
     df = se ** 4 / sum(p ** 2 / (x.n - 1) for p, (w, x) in zip(parts, [wx for wx in weights if wx[0]]))
     return Result("nearer", d, se, float(st.t.sf(d / se, df)), alpha)
+
+
+def outside(a: Data, b: Data, margin: float, alpha: float = ALPHA) -> Result:
+    """The opposite of an equivalence: |mean(A) - mean(B)| > margin, shown by the one-sided Welch test on the side
+    the difference lies (mean(A) - mean(B) > +margin, or < -margin); what makes an equivalence *contradicted*."""
+    a, b = cell(a), cell(b)
+    d = a.mean - b.mean
+    p = _welch(a, b, shift=margin, alternative="greater") if d >= 0 else \
+        _welch(a, b, shift=-margin, alternative="less")
+    return Result("outside", d, _se(a, b), p, alpha, margin)
+
+
+def reverse(r: Result, a: Data, b: Data, c: Data = None) -> Result:
+    """The test of the opposite of an ordering (B > A) or of a ``nearer`` (A nearer C than B): what makes the
+    claim *contradicted* when it rejects."""
+    if r.test == "nearer":
+        x = nearer(a, c, b, r.alpha)
+        return Result("reverse", x.diff, x.se, x.p, r.alpha)
+    x = above(b, a, r.alpha)
+    return Result("reverse", x.diff, x.se, x.p, r.alpha)
+
+
+# -- power (statsmodels.stats.power): what a test at n seeds per cell can show --
+
+MAX_SEEDS = 1000  # the largest n the power functions search
+
+
+def effect(r: Result, n: int) -> float:
+    """Cohen's d of a two-cell Welch result at ``n`` seeds per cell: the difference over the pooled sd, the sd
+    recovered from the standard error (se = sd * sqrt(2 / n))."""
+    sd = r.se * math.sqrt(n / 2)
+    return math.inf if sd == 0 else abs(r.diff) / sd
+
+
+def power_of(d: float, n: int, alpha: float = ALPHA) -> float:
+    """One-sided two-sample t-test power at Cohen's ``d`` and ``n`` per cell (statsmodels' TTestIndPower)."""
+    from statsmodels.stats.power import TTestIndPower
+    if n < 2:
+        return 0.0
+    if math.isinf(d):
+        return 1.0
+    return float(TTestIndPower().power(effect_size=d, nobs1=n, alpha=alpha, ratio=1.0, alternative="larger"))
+
+
+def seeds_for(d: float, alpha: float = ALPHA, power: float = 0.8) -> int:
+    """The fewest seeds per cell that give ``power`` at Cohen's ``d`` (one-sided; :func:`power_of`, which rises with
+    n, searched by bisection); :data:`MAX_SEEDS` + 1 when out of reach."""
+    if math.isinf(d):
+        return 2
+    if d <= 0 or power_of(d, MAX_SEEDS, alpha) < power:
+        return MAX_SEEDS + 1
+    lo, hi = 2, MAX_SEEDS  # power_of(hi) >= power
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if power_of(d, mid, alpha) < power else (lo, mid)
+    return lo
+
+
+def tost_power(diff: float, sd: float, margin: float, n: int, alpha: float = ALPHA) -> float:
+    """TOST's power at a true difference ``diff`` and per-seed ``sd``, ``n`` per cell: both one-sided tests must
+    reject, so power >= P(lower rejects) + P(upper rejects) - 1 (each from TTestIndPower); that bound, at least 0."""
+    if n < 2 or abs(diff) >= margin:
+        return 0.0
+    if sd == 0:
+        return 1.0
+    lo = power_of((margin + diff) / sd, n, alpha)
+    hi = power_of((margin - diff) / sd, n, alpha)
+    return max(0.0, lo + hi - 1.0)
+
+
+def tost_seeds_for(diff: float, sd: float, margin: float, alpha: float = ALPHA, power: float = 0.8) -> int:
+    """The fewest seeds per cell whose :func:`tost_power` reaches ``power``; :data:`MAX_SEEDS` + 1 when out of
+    reach (a difference at or beyond the margin never is)."""
+    if abs(diff) >= margin:
+        return MAX_SEEDS + 1
+    for n in range(2, MAX_SEEDS + 1):
+        if tost_power(diff, sd, margin, n, alpha) >= power:
+            return n
+    return MAX_SEEDS + 1

@@ -14,7 +14,7 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import claims, report, tables
+from gatelab.papers import claims, outcomes, report, tables
 
 
 # ---- Table 4 ----
@@ -97,7 +97,7 @@ def feature_tests(df: pd.DataFrame) -> tuple[str, str]:
                  else [] for k in need}
     if any(len(untrained[x]) < 2 for c in declared if c.control and c.control.untrained for x in c.cells):
         return "no result", "the untrained controls are missing: render the report with them (the default)"
-    word, text = claims.summary(claims.judge(declared, trained, untrained, names=names))
+    word, text = outcomes.summary(claims.judge(declared, trained, untrained, names=names))
     rising = claims.still_learning({k: lines[k].get("rise_last_fifth") for k in need}, names)
     if rising:
         return "still learning", (f"no verdict: mean best-so-far still rising over the last fifth of the epochs "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gatelab.papers import claims, report
+from gatelab.papers import claims, outcomes, report
 from gatelab.papers.dgn.figures import FIG4_INPUTS, FIG4_NAMES
 from gatelab.papers.rows import Item, Row, feature, count_of, csv, first_csv, missing, nothing, runs_of, scale_of
 
@@ -151,7 +151,7 @@ def figure7(root: Path) -> Row:
         data[name] = stats.Cell(100 * m, 100 * sd, seeds)
     judged = claims.judge(claims.of_item(claims.paper_claims("dgn"), "Fig 7 (experiments 3-5)"), data,
                           names={v: k for k, v in FIG7_CELLS.items()})
-    word, text = claims.summary(judged)
+    word, text = outcomes.summary(judged)
     held = sum(j.holds for j in judged)
     return Row(scale, rel, f"{df.network.nunique()} networks × {seeds} seeds, {int(df.epoch.max())} epochs",
                f"{held} of {len(judged)} orderings hold at the last epoch (one-sided Welch, Holm)",
@@ -216,7 +216,7 @@ def table4(root: Path) -> Row:
     else:  # the quick scale is not judged: its nets stop far from fitting (the features' control, tests/test_controls.py)
         word, text = feature_tests(df) if scale == "reduced" and "best_per_seed" in df else ("no result", "")
         feature = "the stated features: test accuracy rises with β at ε=0.1, ReLU above DLN, β=16 ≈ ReLU"
-        verdict = (f"qualitative: {word} ({feature}: {text}); " if word in ("agrees", "differs", "no evidence") else
+        verdict = (f"qualitative: {word} ({feature}: {text}); " if word in outcomes.OUTCOMES else
                    f"not comparable: {word} ({text}); " if word == "still learning" else "") + \
             f"numbers not comparable at the {scale} scale"
     for other, _ in reduced if scale == "reduced" else ():  # the other reduced report is shown, not hidden
@@ -260,7 +260,7 @@ def exp6_feature(df, line) -> str:
                  for r in same.index}
     judged = claims.judge(claims.of_item(claims.paper_claims("dgn"), "Experiment 6"), cells, untrained,
                           names={"gates_only": "gates only", "dln": "DLN", "relu": "ReLU"})
-    word, text = claims.summary(judged)
+    word, text = outcomes.summary(judged)
     share = ""
     if "relu" in same.index:
         ours = (cells["gates_only"].mean - cells["dln"].mean) / (cells["relu"].mean - cells["dln"].mean)

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from gatelab.core.config import CONF_DIR
 
-from gatelab.papers import claims, report, stats
+from gatelab.papers import claims, outcomes, report, stats
 from gatelab.papers.rows import Item, Row, feature, csv, first_csv, missing, nothing, qualitative, runs_of
 from gatelab.papers.npf.figure3 import runs_in
 from gatelab.papers.npf.table2 import PAPER_TABLE2, REGIME_TITLES, gap, per_seed
@@ -88,7 +88,7 @@ def conv_claims(df) -> list[tuple[str, str, str]]:
         judged = claims.judge(claims.of_item(declared, T2, f"{arch}/{opt}"), seeds, paper=paper, names=NAMES)
         rising = claims.still_learning({line["regime"]: _number(line.get("rise_last_fifth"))
                                         for _, line in rows.iterrows()}, NAMES)
-        word, text = claims.summary(judged)
+        word, text = outcomes.summary(judged)
         if rising:  # no verdict on nets still learning; the tests are shown all the same
             word, text = "still learning", (f"no verdict: mean best-so-far still rising over the last fifth of the "
                                             f"epochs ({', '.join(rising)} points; {claims.STILL:g} or more is still "
@@ -128,8 +128,7 @@ def table2_conv(root: Path) -> Row:
     found = conv_claims(df) if scale == "reduced" else []
     if found:  # a reduced scale: the claims of §6, not the numbers (seed 001 §6, docs/reproducing.md)
         words = {w for _, w, _ in found} - {"still learning", "no result"}  # such rows are judged by none
-        word = ("not comparable" if not words else "no evidence" if "no evidence" in words
-                else "differs" if "differs" in words else "agrees")
+        word = "not comparable" if not words else outcomes.combine(words)
         verdict = ("not comparable: every row still learning" if word == "not comparable" else f"qualitative: {word}") + \
             " (Table 2's claims of §6: " + \
             "; ".join(f"{row}: {w}, {text}" for row, w, text in found) + f"); numbers not comparable ({claims.tally(vs)})"
@@ -157,7 +156,7 @@ def figure3_left(root: Path) -> Row:
                               {"last": list(last.flnpf_best_test_acc), "first": list(first.flnpf_best_test_acc)},
                               {"last": list(last.flnpf_untrained_acc), "first": list(first.flnpf_untrained_acc)},
                               names={"last": f"stage {len(epochs)}", "first": "stage 1"})
-        word, text = claims.summary(judged)
+        word, text = outcomes.summary(judged)
         verdict = f"qualitative: {word} (test over {n} seeds: {text})" + end
     else:
         rises = accs[-1] > accs[0] and all(b >= a - 0.5 for a, b in zip(accs, accs[1:]))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gatelab.papers import claims, report
+from gatelab.papers import claims, outcomes, report
 from gatelab.papers.races.table1 import _pm
 from gatelab.papers.rows import Item, Row, feature, count_of, csv, first_csv, missing, nothing, runs_of
 
@@ -154,15 +154,24 @@ def figure3b(root: Path) -> Row:
                feature("races", "clusters-align-and-init", values), results="races/figure3.csv")
 
 
-def figures4_5(col: str, paper: str, claim_id: str):
+def figures4_5(col: str, paper: str, *claim_ids: str):
+    """Figs 4-5: Spearman ρ per (σ₀, N) cell, seed-averaged, of ``col``; Fig 4 also at t=0 (``rho_init_min``: the
+    paper's "already predictive at initialization"). Several claims: one outcome (outcomes.combine)."""
     def row(root: Path) -> Row:
         df = csv(root, "races/figures4_5_stats.csv")
         if df is None:
             return missing("races", "`make races`")
         cells = df.groupby(["sigma0", "N"])[col].mean()
+        values = {"rho_min": float(cells.min()), "rho_max": float(cells.max())}
+        if "rho_cos_0_log_a_end" in df:
+            values["rho_init_min"] = float(df.groupby(["sigma0", "N"]).rho_cos_0_log_a_end.mean().min())
+        judged = [claims.feature(claims.one("races", c), values) for c in claim_ids]
+        word = outcomes.combine(w for w, _ in judged) if all(w != "no result" for w, _ in judged) else "no result"
+        verdict = ("not judged: " + "; ".join(t for _, t in judged) if word == "no result" else
+                   f"qualitative: {word} (test: {'; '.join(t for _, t in judged)})")
+        init = f"; at t=0 {values['rho_init_min']:.2f} at least" if "rho_init_min" in values and len(claim_ids) > 1 else ""
         return Row("paper", "races", f"{len(df)} nets (every seed)",
-                   f"Spearman ρ per cell {cells.min():.2f} to {cells.max():.2f}", paper,
-                   feature("races", claim_id, {"rho_min": float(cells.min()), "rho_max": float(cells.max())}),
+                   f"Spearman ρ per cell {cells.min():.2f} to {cells.max():.2f}{init}", paper, verdict,
                    results="races/figures4_5_stats.csv")
     return row
 
@@ -279,7 +288,8 @@ ITEMS = [
     Item("004", "Fig 3a", "clusters against N for several widths", figure3a),
     Item("004", "Fig 3b", "clusters at init, before the drop and at the end", figure3b),
     Item("004", "Fig 4", "norm against alignment early in training",
-         figures4_5("rho_cos_early_log_a_end", "early alignment predicts the final norm", "norm-follows-alignment")),
+         figures4_5("rho_cos_early_log_a_end", "early alignment predicts the final norm; already at initialisation",
+                    "norm-follows-alignment", "norm-predicted-at-init")),
     Item("004", "Fig 5", "IMP-pruned weights per neuron against early alignment",
          figures4_5("rho_pruned@0.2", "the aligned neurons lose fewer weights", "pruned-follows-alignment")),
     Item("004", "Fig 6", "gradient ratio against 3π/4 − φ at init, 1000 neurons", figure6),

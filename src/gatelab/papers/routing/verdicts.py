@@ -5,7 +5,7 @@ import json
 import math
 from pathlib import Path
 
-from gatelab.papers import claims, thresholds
+from gatelab.papers import claims, outcomes, thresholds
 from gatelab.papers.rows import Item, Row, csv, feature, first_csv, missing, nothing
 
 TOY = "routing-toy"
@@ -228,7 +228,7 @@ def gain_orders(g, claim) -> list:
         def cells(rows):
             return {f"gain {r.gain:g}": stats.Cell(r.gap, r.se * math.sqrt(r.n), int(r.n)) for r in rows.itertuples()}
         judged = claims.judge([claim], {claim.cells[0]: cells(large), claim.cells[1]: cells(small)})
-        word, sentence = claims.summary(judged)
+        word, sentence = outcomes.summary(judged)
         out.append((int(e), c, word, sentence))
     return out
 
@@ -262,7 +262,7 @@ def gain_sweep(task: str, m_paper: int):
                        older="" if fan == FANS[0] else KEPT)
         lengths = gain_orders(g, claim)
         words = {w for _, _, w, _ in lengths}
-        word = ("agrees" if words == {"agrees"} else "differs" if "differs" in words else "no evidence")
+        word = outcomes.combine(words)
         plateau = g[~g.learned & g.n.gt(0)]
         ours = ("; ".join(f"{e} epochs: gap " + " < ".join(f"{r.gap:.1f} (gain {r.gain:g})" for r in c.itertuples())
                           for e, c, _, _ in lengths) or "no length with gains below and above 1 learned")
