@@ -23,6 +23,7 @@ import logging
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -160,15 +161,28 @@ def git_tree() -> dict:
     """Whether the checkout that runs has uncommitted changes to tracked files, and a hash of that diff (the
     authors' gated-dln records the same): a run from a dirty tree names which one. {} outside a git checkout."""
     import hashlib
+    top = Path(__file__).parents[3]
     try:
-        diff = subprocess.run(["git", "diff", "HEAD", "--", "."], cwd=Path(__file__).parents[3], capture_output=True,
-                              timeout=20)
+        diff = subprocess.run(["git", "diff", "HEAD", "--", "."], cwd=top, capture_output=True, timeout=20)
+        new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", "src", "conf", "run.py"],
+                             cwd=top, capture_output=True, timeout=20)  # a new module is a change too (issue #56)
     except (OSError, subprocess.SubprocessError):
         return {}
-    if diff.returncode != 0:
+    if diff.returncode != 0 or new.returncode != 0:
         return {}
-    return {"git_dirty": bool(diff.stdout), "git_diff_sha1": hashlib.sha1(diff.stdout).hexdigest()[:12] if diff.stdout
-            else None}
+    changed = diff.stdout + b"".join(b"new file " + n + b"\n" + (top / n.decode()).read_bytes()
+                                     for n in new.stdout.splitlines() if (top / n.decode()).is_file())
+    return {"git_dirty": bool(changed), "git_diff_sha1": hashlib.sha1(changed).hexdigest()[:12] if changed else None}
+
+
+def attempts(prior: Optional[dict], env: dict) -> list[dict]:
+    """Every attempt that trained a run, oldest first: the prior results' (a resumed run keeps them) and this one,
+    its start time, commit and whether its tree was dirty (what pre-registration reads, issue #54). A run resumed
+    from results that recorded none is marked unknown, so that it never pre-registers."""
+    old = list((prior or {}).get("attempts") or ([{"at": None, "commit": None, "dirty": None}] if prior and
+                                                 prior.get("history") else []))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return old + [{"at": now, "commit": env.get("git_commit"), "dirty": env.get("git_dirty")}]
 
 
 PACKAGES = ("hydra-core", "omegaconf", "numpy", "torchvision", "hydra-submitit-launcher", "submitit",

@@ -11,7 +11,7 @@ from typing import Optional
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
-from gatelab.core.results import RESULTS, RESULTS_VERSION, read_results
+from gatelab.core.results import RESULTS, RESULTS_VERSION, attempts, read_results
 from gatelab.core.runs import plain
 from gatelab.nets import regimes
 from gatelab.training.tracking import NullTracker, make_tracker
@@ -52,7 +52,8 @@ class RunState:
             checkpoints.save(self.run_dir / pruning.MASK_FILE, mask=self.mask, imp=plain(self.cfg.imp))
             info["pruned_fraction"] = 1 - sum(int(m.sum()) for m in self.mask.values()) / \
                 sum(m.numel() for m in self.mask.values())
-        self.results.update(env=env, model={**regimes.describe(self.model), **info})
+        self.results.update(env=env, model={**regimes.describe(self.model), **info},
+                            attempts=attempts(self.prior, env))
         self.tracker = make_tracker(self.cfg, self.run_dir)
 
     def start_position(self) -> tuple[int, int]:
