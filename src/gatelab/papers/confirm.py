@@ -1,0 +1,238 @@
+"""``python -m gatelab confirm [--dry-run] [--design] [TARGET ...]``: the confirmation runs (issues #54, #55).
+
+The results that exist are the exploratory data. From them, :func:`design` sizes each claim's fresh runs: for an
+ordering or ``nearer`` the seeds per cell that give 80% power at its α (``statsmodels.stats.power``, from the
+observed effect and spread, α divided by the item's number of claims as Holm's first step); for an equivalence the
+seeds whose TOST power reaches 80% at the observed difference; for a threshold the seeds that bring the interval
+under its cap less its precision (the width falls as 1/√n); for a feature or a published mean ± std the recipe's
+own count (a deterministic test of named quantities, or the paper's number of runs: no power to compute). Where
+the number is beyond the target's bound (:attr:`Target.most`, from its price here) the bound is what runs, and the
+claim can then be at most "not shown" at the power it had. ``--design`` writes each claim's ``confirm: {from,
+seeds, needed, power}`` into its ``claims.yaml`` (committed before any confirmation run); ``--dry-run`` lists, per
+target, its items, claims, seeds, held-out block and price on this machine; ``confirm TARGET`` trains exactly those
+runs (resumable: the recipe's plan), renders the reports into ``outputs/reports/confirm/<report>`` and writes the
+``runs.csv`` that :mod:`gatelab.papers.preregistration` reads.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from gatelab.papers import claims as claims_mod, outcomes, stats
+from gatelab.papers.preregistration import HELD_OUT, write_runs
+
+RUNS_ROOT, REPORTS_ROOT = "outputs/confirm", "outputs/reports/confirm"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A recipe at a scale whose report decides ``items`` (paper, item), run again on held-out seeds."""
+    name: str
+    recipe: str
+    scale: str
+    items: tuple
+    least: int  # the recipe's own seeds per cell: a feature or published claim runs as many
+    most: int  # the bound a price here allows (the issue's "fix the number you will run")
+    why: str = ""
+
+
+TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of machine)
+    Target("dgn-figure5", "dgn-figure5", "reduced", (("002", "Fig 5"),), 3, 5, "3 min at 3 seeds"),
+    Target("races", "races", "paper", tuple(("004", i) for i in (
+        "Table 1 (Appendix G)", "Fig 1", "Fig 3a", "Fig 3b", "Fig 4", "Fig 5", "Fig 8")), 5, 5,
+        "95 min at 5 seeds on a Zen 4"),
+    Target("table2-mnist", "table2-mnist", "full", (("001", "Table 2: FC rows"), ("001", "Table 2: FC Adam at 3e-4")),
+           5, 5, "2.3-4 h at 5 seeds"),
+    Target("routing", "routing", "reduced", tuple(("003", i) for i in (
+        "Fig 8 iii", "Fig 8 iv", "Fig 9 i", "Fig 9 ii", "Fig 7d, 10 ii", "Fig 10 iii", "Fig 7b, 8 i")), 3, 8,
+        "2.3 h at 3 seeds here; 8 seeds about 6 h"),
+    Target("exp6", "exp6", "reduced", (("002", "Experiment 6"),), 3, 5, "1.6 h at 3 seeds"),
+    Target("table4", "table4", "conv-reduced", (("002", "Table 4 (experiment 7)"),), 5, 5, "4.3 h at 5 seeds"),
+    Target("table2-conv", "table2", "conv-reduced", (("001", "Table 2: CIFAR-10 rows"),), 5, 5, "16 h at 5 seeds"),
+)
+NOT_BUILT = {  # items whose runs are made by figure commands with their seeds fixed in code: no seed option yet
+    "dgn-figures": "Figs 1-4, 6-8, 10 of paper 002 (dgn/figures.py, figure10.py seed their nets in code)",
+    "routing-toy": "paper 003's toy Figs 3-6 (routing/toy_experiments.py seeds in code)",
+    "races-appendix": "paper 004's Fig 7 (races/appendix.py: --seeds of probe draws, not of trained nets)",
+    "figure3": "paper 001's Fig 3 (npf/figure3.py: seeds in its scale table)",
+}
+
+
+def _power_of(j) -> tuple[int, float]:
+    """(seeds needed, Cohen's d or the difference) for one judged claim, at α over the claims of its item."""
+    k = max(1, len([x for x in outcomes.RECORD if x.claim.item == j.claim.item]))
+    alpha = j.test.alpha / k
+    sd = j.test.se * math.sqrt(j.n / 2) if j.n else math.nan
+    if j.claim.kind == "equivalence":
+        return stats.tost_seeds_for(j.test.diff, sd, float(j.claim.margin), alpha), j.test.diff
+    d = stats.effect(j.test, j.n) if j.test.diff > 0 else 0.0  # an effect the other way: no n shows the claim
+    return stats.seeds_for(d, alpha), d
+
+
+def needed() -> dict[str, tuple[int, str]]:
+    """{claim id: (seeds needed, how)} from every exploratory result the page reads (outcomes.RECORD/THRESHOLDS)."""
+    from gatelab.papers import page
+    outcomes.RECORD.clear()
+    outcomes.THRESHOLDS.clear()
+    page.rows(page.REPORTS, confirmations=False)
+    out: dict[str, tuple[int, str]] = {}
+    for j in outcomes.RECORD:
+        cid = j.claim.id.split("[")[0]
+        n, d = _power_of(j)
+        how = (f"TOST at Δ {d:+.2f}, n {j.n}" if j.claim.kind == "equivalence" else f"d {d:.2f} at n {j.n}")
+        if cid not in out or n > out[cid][0]:
+            out[cid] = (n, how)
+    for c, t in outcomes.THRESHOLDS:
+        w, cap = t.width(), float(c.decides_within) - float(c.precision)
+        n = t.seeds if w <= cap else (stats.MAX_SEEDS + 1 if not math.isfinite(w) else math.ceil(t.seeds * (w / cap) ** 2))
+        if c.id not in out or n > out[c.id][0]:
+            out[c.id] = (max(2, n), f"interval {w:.3f} wide at {t.seeds} seeds, cap {cap:g}")
+    return out
+
+
+def _claims_of(t: Target) -> list:
+    out = []
+    for paper, item in t.items:
+        out += [c for c in claims_mod.paper_claims(claims_mod.PACKAGES[paper]) if c.item == item and c.kind != "identity"]
+    return out
+
+
+def seeds_of(t: Target, need: dict) -> tuple[int, list[str]]:
+    """(the seeds the target runs, one line per claim: needed, run, power)."""
+    lines, run = [], t.least
+    for c in _claims_of(t):
+        n, how = need.get(c.id, (t.least, "a feature or published number: the recipe's count"))
+        run = max(run, min(n, t.most))
+        lines.append((c, n, how))
+    out = []
+    for c, n, how in lines:
+        reach = "" if n <= run else f"; out of reach (bound {t.most}): at most not shown"
+        out.append(f"  {c.id}: needs {n if n <= stats.MAX_SEEDS else '>' + str(stats.MAX_SEEDS)} ({how}); runs {run}{reach}")
+    return run, out
+
+
+def design(need: Optional[dict] = None) -> dict[Path, int]:
+    """Write each target's claims' ``confirm:`` lines into their claims.yaml (the text kept, one line added or
+    replaced per claim); {file: claims written}."""
+    need = needed() if need is None else need
+    written: dict[Path, int] = {}
+    for t in TARGETS:
+        run, _ = seeds_of(t, need)
+        for c in _claims_of(t):
+            n, how = need.get(c.id, (t.least, "the recipe's count"))
+            path = Path(claims_mod.__file__).parent / claims_mod.PACKAGES[_paper_of(t, c)] / "claims.yaml"
+            line = (f"  confirm: {{from: {HELD_OUT}, seeds: {run}, needed: {min(n, stats.MAX_SEEDS + 1)}, "
+                    f"basis: {yaml.safe_dump(how, default_style=chr(34), width=1000).strip()}}}")
+            text = path.read_text()
+            head = re.search(rf"^- id: {re.escape(c.id)}\n", text, re.M)
+            if head is None:
+                continue
+            start = head.end()
+            end = re.search(r"^(- id: |#|\s*$)", text[start:], re.M)
+            body = text[start:start + (end.start() if end else len(text) - start)]
+            body = re.sub(r"^  confirm: .*\n", "", body, flags=re.M) + line + "\n"
+            path.write_text(text[:start] + body + text[start + (end.start() if end else len(text) - start):])
+            written[path] = written.get(path, 0) + 1
+    return written
+
+
+def _paper_of(t: Target, c) -> str:
+    return next(p for p, item in t.items if item == c.item)
+
+
+def recipe_of(t: Target, data: Optional[str]):
+    """The target's recipe on its held-out seeds: runs under outputs/confirm/, reports under outputs/reports/confirm/."""
+    from gatelab.launch import recipes
+    from gatelab.papers import reproduce
+    reproduce.discover()
+    n = max(int(c.get("seeds", 0)) for c in _declared(t)) if _declared(t) else t.least
+    block = ",".join(str(s) for s in range(HELD_OUT, HELD_OUT + n))
+    r = recipes.build(t.recipe, recipes.Options(t.scale, data=data))
+    r.runs = [[*(o for o in rs if not o.startswith("seeds=")), f"seeds=[{block}]"] for rs in r.runs]
+    r.runs = [[o.replace("out_root=outputs/", f"out_root={RUNS_ROOT}/", 1) for o in rs] for rs in r.runs]
+    r.reports = [[a.replace("outputs/reports/", f"{REPORTS_ROOT}/", 1) if i and argv[i - 1] == "--out" else
+                  a.replace("outputs/", f"{RUNS_ROOT}/", 1) if i and argv[i - 1] == "--runs" else a
+                  for i, a in enumerate(argv)] for argv in r.reports]
+    r.banner = f"CONFIRMATION: held-out seeds {block}, claims committed before these runs (issue #55)"
+    return r, block
+
+
+def _declared(t: Target) -> list[dict]:
+    out = []
+    for paper, item in t.items:
+        path = Path(claims_mod.__file__).parent / claims_mod.PACKAGES[paper] / "claims.yaml"
+        out += [d["confirm"] for d in yaml.safe_load(path.read_text()) if d.get("item") == item and d.get("confirm")]
+    return out
+
+
+def dry_run(targets: list[Target], data: Optional[str]) -> str:
+    from gatelab.launch import costs, recipes
+    need, table, lines = needed(), costs.load(), []
+    for t in targets:
+        run, per = seeds_of(t, need)
+        declared = _declared(t)
+        r, block = recipe_of(t, data)
+        waves = recipes.plan_recipe(r, check=False)
+        steps = [s for w in waves for s in w]
+        price = costs.words(costs.price([x for s in steps for x in s.priced()], table), table) if steps else "nothing left"
+        lines += [f"{t.name}: {t.recipe} --scale {t.scale}; items: {', '.join(i for _, i in t.items)}",
+                  f"  seeds {block} ({'declared in the claims' if declared else 'NOT YET DECLARED: --design'}); "
+                  f"{sum(len(s.runs) for s in steps)} runs left; price here: {price} ({t.why})", *per]
+    lines += ["not built (no seed option in their figure commands):"] + [f"  {k}: {v}" for k, v in NOT_BUILT.items()]
+    return "\n".join(lines)
+
+
+def run(t: Target, data: Optional[str], jobs: int = 1) -> int:
+    from gatelab.launch import recipes
+    if not _declared(t):
+        print(f"gatelab confirm: {t.name}: no confirm block declared in its claims (python -m gatelab confirm "
+              "--design, then commit, first)", file=sys.stderr)
+        return 2
+    r, block = recipe_of(t, data)
+    waves = recipes.plan_recipe(r)
+    print(recipes.describe(r, waves, t.scale), flush=True)
+    failed = recipes.run_local(waves, jobs)
+    if failed:
+        for f in failed:
+            print(f"failed: {f}", file=sys.stderr)
+        return 1
+    command = "python -m gatelab confirm " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    failed = recipes.run_figures_and_reports(r, command)
+    roots = sorted({o.split("=", 1)[1] for rs in r.runs for o in rs if o.startswith("out_root=")})
+    for argv in r.reports:
+        out = argv[argv.index("--out") + 1]
+        if Path(out).is_dir() and not Path(out).name == "complete-linkage":
+            print(f"wrote {write_runs([Path(x) for x in roots], Path(out))}")
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gatelab confirm", description=__doc__.split("\n\n")[0])
+    ap.add_argument("targets", nargs="*", help=f"one or more of: {', '.join(t.name for t in TARGETS)} (default: all)")
+    ap.add_argument("--dry-run", action="store_true", help="per target: claims, seeds needed, block, price; train nothing")
+    ap.add_argument("--design", action="store_true", help="write the seeds into the claims.yaml files (commit them)")
+    ap.add_argument("--data", default=None, help="data root (default: data.root's, $GATELAB_DATA)")
+    ap.add_argument("--jobs", type=int, default=1)
+    args = ap.parse_args(argv)
+    by_name = {t.name: t for t in TARGETS}
+    bad = [x for x in args.targets if x not in by_name]
+    if bad:
+        print(f"gatelab confirm: no target {', '.join(bad)}; targets: {', '.join(by_name)}", file=sys.stderr)
+        return 2
+    chosen = [by_name[x] for x in args.targets] or list(TARGETS)
+    if args.design:
+        for path, n in design().items():
+            print(f"wrote {n} confirm lines into {path}")
+        return 0
+    if args.dry_run:
+        print(dry_run(chosen, args.data))
+        return 0
+    return max(run(t, args.data, args.jobs) for t in chosen)
