@@ -209,3 +209,22 @@ def test_a_corrupt_backbone_stops_the_plan_of_a_cifar_routing_task(tmp_path):
     with pytest.raises(FileNotFoundError, match="the file is corrupt or another one"):
         plan.check(plan.build(cfg))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_what_deterministic_sets_is_read_back_from_torch_and_cudnn_autotuning_follows_it(deterministic):
+    """Issue #56 §4: the settings ``deterministic`` makes are torch's own state, read back (a no-op
+    ``use_deterministic_algorithms`` or a dropped ``cudnn.benchmark`` guard fails here, on a CPU): deterministic
+    algorithms on, and cuDNN's autotuning off for a conv net on CUDA, where without it autotuning is on. The device
+    is named, not used: no CUDA is needed to set the flags."""
+    import torch
+    from gatelab.training.speed import determinism, precision
+    cfg = make_cfg(["arch=gconv", "arch.conv_channels=[4]", "arch.dense=[8]", f"deterministic={str(deterministic).lower()}"])
+    try:
+        env = {**determinism(cfg), **precision(cfg, torch.device("cuda"))}
+        assert torch.are_deterministic_algorithms_enabled() is deterministic
+        assert env["deterministic"] is deterministic
+        assert torch.backends.cudnn.benchmark is (not deterministic) and env["cudnn_benchmark"] is (not deterministic)
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.backends.cudnn.benchmark = False

@@ -157,11 +157,11 @@ def git_commit() -> Optional[str]:
         return None
 
 
-def git_tree() -> dict:
+def git_tree(top: Optional[Path] = None) -> dict:
     """Whether the checkout that runs has uncommitted changes to tracked files, and a hash of that diff (the
     authors' gated-dln records the same): a run from a dirty tree names which one. {} outside a git checkout."""
     import hashlib
-    top = Path(__file__).parents[3]
+    top = Path(top) if top else Path(__file__).parents[3]  # the checkout that runs
     try:
         diff = subprocess.run(["git", "diff", "HEAD", "--", "."], cwd=top, capture_output=True, timeout=20)
         new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", "src", "conf", "run.py"],

@@ -42,7 +42,9 @@ def determinism(cfg) -> dict:
     if on:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(on)
-    return {"deterministic": on, "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG") if on else None}
+    # what torch now enforces, read back (issue #56: a no-op here must not be recorded as deterministic)
+    return {"deterministic": torch.are_deterministic_algorithms_enabled(),
+            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG") if on else None}
 
 
 def precision(cfg, device: torch.device) -> dict:
