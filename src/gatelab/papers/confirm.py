@@ -119,9 +119,10 @@ def seeds_of(t: Target, need: dict) -> tuple[int, list[str]]:
     return run, out
 
 
-def design(need: Optional[dict] = None) -> dict[Path, int]:
-    """Write each target's claims' ``confirm:`` lines into their claims.yaml (the text kept, one line added or
-    replaced per claim); {file: claims written}."""
+def design(need: Optional[dict] = None, again: bool = False) -> dict[Path, int]:
+    """Write each target's claims' ``confirm:`` lines into their claims.yaml (the text kept, one line added per
+    claim); {file: claims written}. A claim that has one keeps it (``again``: replaced): a design once committed is
+    what its runs are judged by, and rewriting it would make them rule after results."""
     need = needed() if need is None else need
     written: dict[Path, int] = {}
     for t in TARGETS:
@@ -138,6 +139,8 @@ def design(need: Optional[dict] = None) -> dict[Path, int]:
             start = head.end()
             end = re.search(r"^(- id: |#|\s*$)", text[start:], re.M)
             body = text[start:start + (end.start() if end else len(text) - start)]
+            if "\n  confirm: " in "\n" + body and not again:
+                continue
             body = re.sub(r"^  confirm: .*\n", "", body, flags=re.M) + line + "\n"
             path.write_text(text[:start] + body + text[start + (end.start() if end else len(text) - start):])
             written[path] = written.get(path, 0) + 1

@@ -153,10 +153,10 @@ MAX_SEEDS = 1000  # the largest n the power functions search
 
 
 def effect(r: Result, n: int) -> float:
-    """Cohen's d of a two-cell Welch result at ``n`` seeds per cell: the difference over the pooled sd, the sd
-    recovered from the standard error (se = sd * sqrt(2 / n))."""
+    """Cohen's d of a two-cell Welch result at ``n`` seeds per cell, signed as the claim reads it (negative: the other
+    way): the difference over the pooled sd, the sd recovered from the standard error (se = sd * sqrt(2 / n))."""
     sd = r.se * math.sqrt(n / 2)
-    return math.inf if sd == 0 else abs(r.diff) / sd
+    return math.copysign(math.inf, r.diff) if sd == 0 else r.diff / sd
 
 
 def power_of(d: float, n: int, alpha: float = ALPHA) -> float:
@@ -165,14 +165,14 @@ def power_of(d: float, n: int, alpha: float = ALPHA) -> float:
     if n < 2:
         return 0.0
     if math.isinf(d):
-        return 1.0
+        return 1.0 if d > 0 else 0.0
     return float(TTestIndPower().power(effect_size=d, nobs1=n, alpha=alpha, ratio=1.0, alternative="larger"))
 
 
 def seeds_for(d: float, alpha: float = ALPHA, power: float = 0.8) -> int:
     """The fewest seeds per cell that give ``power`` at Cohen's ``d`` (one-sided; :func:`power_of`, which rises with
     n, searched by bisection); :data:`MAX_SEEDS` + 1 when out of reach."""
-    if math.isinf(d):
+    if math.isinf(d) and d > 0:
         return 2
     if d <= 0 or power_of(d, MAX_SEEDS, alpha) < power:
         return MAX_SEEDS + 1

@@ -153,9 +153,10 @@ def figure3_left(root: Path) -> Row:
     if n >= 2 and "flnpf_untrained_acc" in df:
         first, last = (df[df.stage == k].sort_values("seed") for k in (df.stage.min(), df.stage.max()))
         judged = claims.judge(claims.of_item(claims.paper_claims("npf"), "Fig 3 left"),
-                              {"last": list(last.flnpf_best_test_acc), "first": list(first.flnpf_best_test_acc)},
+                              {"last": list(last.flnpf_best_test_acc), "first": list(first.flnpf_best_test_acc),
+                               "frnpf": list(first.frnpf_ii_best_test_acc)},
                               {"last": list(last.flnpf_untrained_acc), "first": list(first.flnpf_untrained_acc)},
-                              names={"last": f"stage {len(epochs)}", "first": "stage 1"})
+                              names={"last": f"stage {len(epochs)}", "first": "stage 1", "frnpf": "FRNPF-II"})
         word, text = outcomes.summary(judged)
         verdict = f"qualitative: {word} (test over {n} seeds: {text})" + end
     else:
