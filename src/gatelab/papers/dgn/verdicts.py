@@ -224,7 +224,7 @@ def table4(root: Path) -> Row:
         if other != rel and df2 is not None and "best_per_seed" in df2:
             word2, text2 = feature_tests(df2)
             verdict += f"; the smaller [{other}]({other}/): {word2}, {text2.split(' (')[0]}"
-    return Row(scale, rel, runs_of(root, f"{rel}/table4.md"), ours, "Table 4 (fractions; best of 5 runs)", verdict,
+    return Row(scale, rel, runs_of(root, f"{rel}/table4.md"), ours, "Table 4 (fractions; the mean over 5 runs of each run's best)", verdict,
                "" if scale == "paper" else "needs a GPU: `make table4` (`python -m gatelab reproduce table4 --dry-run` prices it)",
                results=f"{rel}/table4.csv" if scale == "reduced" else "")
 
