@@ -1,6 +1,7 @@
 """Sweeps on a real one-node SLURM cluster (scripts/slurm_local.sh: Debian's slurm-wlm and munge),
 through the real launcher config `hydra/launcher=cluster` with site overrides that fit the node.
-Skipped, saying why, where SLURM is not installed; `.ci/run` installs it."""
+Skipped, saying why, where SLURM is not installed on a developer's machine; in CI (``CI=true``, as `.ci/run` runs
+them, having installed it) a SLURM that cannot start fails them instead: the cluster path is never green untested."""
 import json
 import os
 import subprocess
@@ -16,15 +17,25 @@ SCRIPT = ROOT / "scripts" / "slurm_local.sh"
 FITS = ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2"]
 
 
+def _cannot(why: str) -> None:
+    """Skip on a developer's machine, fail in CI (issue #56 §3)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI: the SLURM tests cannot run: {why}", pytrace=False)
+    pytest.skip(why)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    try:
+        import hydra_plugins.hydra_submitit_launcher  # noqa: F401
+    except ImportError as e:
+        _cannot(f"the submitit launcher is not installed ({e})")
     state = tmp_path_factory.mktemp("slurm")
     env = {**os.environ, "GATELAB_SLURM_DIR": str(state)}
     try:
         up = subprocess.run(["bash", str(SCRIPT), "up"], capture_output=True, text=True, env=env, timeout=120)
         if up.returncode == 3:
-            pytest.skip(f"SLURM not installed: {up.stderr.strip()}")
+            _cannot(f"SLURM not installed: {up.stderr.strip()}")
         assert up.returncode == 0, up.stdout + up.stderr
         env["SLURM_CONF"] = str(state / "slurm.conf")
         env["GATELAB_DATA"] = str(write_tiny_data(state / "data", n_train=6000, n_test=200))

@@ -15,11 +15,29 @@ from conftest import ROOT, write_tiny_data
 pytestmark = pytest.mark.slow
 
 
+def clean_copy(dest: Path) -> Path:
+    """The checkout's files as git sees them (tracked, and new ones it does not ignore), copied into ``dest``: a
+    build there cannot pick up a stale ``build/`` or egg-info of the checkout (issue #56 §6)."""
+    import shutil
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file() and not src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+        elif src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).symlink_to(src.readlink())
+    return dest
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
+    source = clean_copy(tmp / "source")
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                            str(tmp / "dist"), str(ROOT)], capture_output=True, text=True, timeout=600)
+                            str(tmp / "dist"), str(source)], capture_output=True, text=True, timeout=600, cwd=tmp)
     assert build.returncode == 0, build.stdout + build.stderr
     (wheel,) = (tmp / "dist").glob("gatelab-*.whl")
     venv = tmp / "venv"
@@ -42,7 +60,8 @@ def test_the_wheel_holds_the_configs_and_claims_and_nothing_comes_from_the_check
     assert all(str(venv) in w and str(ROOT) not in w for w in where), where
     conf = Path(where[1])
     assert (conf / "config.yaml").is_file() and (conf / "experiment" / "table2_fc_adam.yaml").is_file()
-    assert (conf.parent / "papers" / "routing" / "claims.yaml").is_file()
+    for paper in ("npf", "dgn", "routing", "races"):  # every paper's claims: the page and confirm read them
+        assert (conf.parent / "papers" / paper / "claims.yaml").is_file(), paper
 
 
 def test_gatelab_run_trains_one_epoch_outside_the_checkout(installed):
