@@ -1,4 +1,5 @@
 """logger=wandb: one wandb run per gatelab run; off by default; offline mode never blocks on the network."""
+import json
 import sys
 import time
 import types
@@ -6,6 +7,7 @@ import types
 import pytest
 
 from gatelab.training.loop import train
+from gatelab.training.tracking import wandb_id
 
 
 class FakeRun:
@@ -71,7 +73,8 @@ def test_wandb_gets_one_run_per_stacked_net_resumed_into_the_same_run(cfg_factor
     assert all(r.init["reinit"] == "create_new" and r.init["resume"] == "allow" for r in runs)
     first, second = runs[:2], runs[2:]
     for s, (a, b) in enumerate(zip(first, second)):
-        assert a.init["id"] == b.init["id"] == dirs[s].name.rsplit("-", 1)[1]
+        first_at = json.loads((dirs[s] / "results.json").read_text())["attempts"][0]["at"]
+        assert a.init["id"] == b.init["id"] == wandb_id(dirs[s], first_at)  # the resume continues its run
         assert a.exit_code == 1 and b.exit_code == 0 and b.summary["status"] == "completed"
         assert b.summary["best_test_acc"] == res[s]["best_test_acc"]
     assert [step for step, _ in first[0].logged] == [1, 2] and [step for step, _ in first[1].logged] == [1, 2]
@@ -82,11 +85,30 @@ def test_wandb_gets_one_run_per_stacked_net_resumed_into_the_same_run(cfg_factor
 
 def test_wandb_offline_stacked_and_resumed_with_the_real_package(cfg_factory, tmp_path, monkeypatch):
     """The case that crashed with wandb 0.31 (`Run ... is finished`): a stacked job with the real
-    wandb in offline mode, killed and resumed; every attempt of a net writes under its run key."""
+    wandb in offline mode, killed and resumed; every attempt of a net writes under its wandb id (its run directory and first attempt)."""
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_SILENT", "true")
     res, dirs = _stacked_killed_then_resumed(cfg_factory, tmp_path, monkeypatch, "logger.mode=offline")
     for s, d in dirs.items():
         assert res[s]["status"] == "completed"
         attempts = sorted((d / "wandb").glob("offline-run-*"))  # offline-run-<time>-<id>[-<n>], one per attempt
-        assert len(attempts) == 2 and {p.name.split("-")[3] for p in attempts} == {d.name.rsplit("-", 1)[1]}
+        first_at = json.loads((d / "results.json").read_text())["attempts"][0]["at"]
+        assert len(attempts) == 2 and {p.name.split("-")[3] for p in attempts} == {wandb_id(d, first_at)}
+
+
+def test_the_same_settings_in_two_folders_or_retrained_afresh_are_wandb_runs_of_their_own(cfg_factory, tmp_path,
+                                                                                         monkeypatch):
+    """Issue #56: the wandb id is the run directory and its first attempt, not the run key (which leaves out
+    out_root): two output folders give two runs, force=true a third; tags name the folder, regime and seed."""
+    runs = []
+    fake = types.SimpleNamespace(init=lambda **kw: runs.append(FakeRun(**kw)) or runs[-1])
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    from gatelab.core.runs import seed_run_dirs
+    from gatelab.training.loop import train_seeds
+    for out, extra in (("a", []), ("b", []), ("b", ["force=true"])):
+        cfg = cfg_factory("logger=wandb", "epochs=1", "seeds=[0]", f"out_root={tmp_path / out}", *extra)
+        train_seeds(cfg, seed_run_dirs(cfg))
+    ids = [r.init["id"] for r in runs]
+    assert len(ids) == 3 and len(set(ids)) == 3, ids
+    assert {"a", "relu", "seed0"} <= set(runs[0].init["tags"]) and "b" in runs[1].init["tags"]
+    assert runs[0].init["config"]["run_key"] == runs[1].init["config"]["run_key"]  # the same settings

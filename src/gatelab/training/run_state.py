@@ -54,7 +54,7 @@ class RunState:
                 sum(m.numel() for m in self.mask.values())
         self.results.update(env=env, model={**regimes.describe(self.model), **info},
                             attempts=attempts(self.prior, env))
-        self.tracker = make_tracker(self.cfg, self.run_dir)
+        self.tracker = make_tracker(self.cfg, self.run_dir, str(self.results["attempts"][0].get("at")))
 
     def start_position(self) -> tuple[int, int]:
         return checkpoints.position(self.last) if self.last else (0, 0)

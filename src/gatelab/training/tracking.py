@@ -20,9 +20,11 @@ class NullTracker:
 class WandbTracker:
     """One wandb run per gatelab run, also for the nets of one stacked job (``reinit="create_new"``:
     several runs live side by side in one process, each finished on its own): group = cell/regime,
-    name = seed<k>, id = the run key, so a resumed run continues the same wandb run."""
+    name = seed<k>, id = :func:`wandb_id` (the run directory and its first attempt: a resumed run continues the
+    same wandb run; the same settings in another output folder, or retrained with force=true, are runs of their
+    own), tags: the recipe's folder, dataset, arch, regime, seed (issue #56)."""
 
-    def __init__(self, cfg, run_dir: Path):
+    def __init__(self, cfg, run_dir: Path, first: str = ""):
         try:
             import wandb
         except ImportError:
@@ -30,8 +32,9 @@ class WandbTracker:
         lg = cfg.logger
         self.run = wandb.init(project=lg.project, entity=lg.entity, mode=lg.mode, dir=str(run_dir),
                               group=f"{cell_name(cfg)}/{cfg.regime.name}", name=f"seed{cfg.seed}",
-                              id=run_key(cfg), resume="allow", reinit="create_new",
-                              config=OmegaConf.to_container(cfg, resolve=True))
+                              id=wandb_id(run_dir, first), resume="allow", reinit="create_new",
+                              tags=tags(cfg), config={**OmegaConf.to_container(cfg, resolve=True),
+                                                      "run_key": run_key(cfg), "run_dir": str(Path(run_dir).resolve())})
 
     def log(self, row: dict) -> None:
         self.run.log({k: v for k, v in row.items() if k != "epoch" and v is not None}, step=row["epoch"])
@@ -42,9 +45,23 @@ class WandbTracker:
         self.run.finish(exit_code=0 if results.get("status") == "completed" else 1)
 
 
-def make_tracker(cfg, run_dir: Path):
+def wandb_id(run_dir: Path, first: str) -> str:
+    """The wandb run id: a hash of the run directory's absolute path and its first attempt's start (results.json's
+    ``attempts[0].at``), the same for every resume of one run and new for a run trained afresh."""
+    import hashlib
+    return hashlib.sha1(f"{Path(run_dir).resolve()}|{first}".encode()).hexdigest()[:16]
+
+
+def tags(cfg) -> list[str]:
+    """The wandb tags of a run: its recipe's folder (out_root's name: races, table2-mnist-full, ...), dataset, arch,
+    regime and seed."""
+    return [Path(str(cfg.out_root)).name, str(cfg.dataset.name), str(cfg.arch.name), str(cfg.regime.name),
+            f"seed{cfg.seed}"]
+
+
+def make_tracker(cfg, run_dir: Path, first: str = ""):
     if cfg.logger.name == "wandb":
-        return WandbTracker(cfg, run_dir)
+        return WandbTracker(cfg, run_dir, first)
     if cfg.logger.name != "none":
         raise ConfigError(f"logger={cfg.logger.name!r} is not one of none, wandb")
     return NullTracker()
