@@ -136,3 +136,28 @@ def test_offline_without_data_is_one_line_before_any_run_folder_and_leaves_no_pa
     assert f"{expected} not found, and downloading it failed (" in out
     assert "data.root=<dir>" in out and "GATELAB_DATA" in out and "internet" in out
     assert list(work.iterdir()) == [] and list(home.rglob("*")) == []
+
+
+@pytest.mark.slow
+def test_a_refused_command_or_a_skipped_rerun_leaves_the_run_folder_as_it_was_and_each_sweep_keeps_its_record(
+        tiny_root, tmp_path):
+    """Issue #56: after a run trained, commands refused (a device not here, threads=0, a data root that is not
+    there) and a rerun that skips it (with another thread count) change no byte of its folder (.hydra/, run.log,
+    results.json; the lock file aside); two sweeps keep a multirun.yaml each."""
+    args = ["epochs=1", "arch.dense=[8]", "progress=false", f"data.root={tiny_root}"]
+    assert _run(*args, cwd=tmp_path).returncode == 0
+    run = next(tmp_path.rglob("results.json")).parent
+    files = lambda: {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".lock"}  # noqa: E731
+    before = files()
+    assert (run / ".hydra" / "config.yaml") in before and (run / ".hydra" / "overrides.yaml") in before
+    for bad in ("device=cuda", "threads=0", "data.root=/nonexistent"):
+        p = _run(*[a for a in args if not a.startswith(bad.split("=")[0] + "=")], bad, cwd=tmp_path)
+        assert p.returncode == 2, (bad, p.stdout[-500:], p.stderr[-500:])
+        assert files() == before, bad
+    p = _run(*args, "threads=1", cwd=tmp_path)
+    assert p.returncode == 0 and "skipped" in p.stdout, p.stdout[-1000:]
+    assert files() == before
+    for seeds in ("0,1", "0,1"):
+        assert _run("-m", *args, f"seed={seeds}", cwd=tmp_path).returncode == 0
+    kept = list(tmp_path.rglob("sweeps/*.multirun.yaml")) or list(tmp_path.rglob("*.multirun.yaml"))
+    assert len(kept) == 2, sorted(map(str, tmp_path.rglob("*multirun*")))

@@ -40,6 +40,8 @@ log = logging.getLogger("gatelab")
 def main(cfg: DictConfig):
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
+    own_log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"  # Hydra's log of this attempt (appended)
+    start = own_log.stat().st_size if own_log.is_file() else 0
     if not (cfg.seeds or cfg.regimes or cfg.lrs or cfg.run_dir):  # a single run lives in Hydra's output dir
         cfg.run_dir = hc.runtime.output_dir  # (the run key's directory unless hydra.run.dir says otherwise)
     try:
@@ -50,6 +52,7 @@ def main(cfg: DictConfig):
         if multirun:  # the sweep checked every job before the first started: only a race gets here
             record(cfg.out_root, Path(cfg.out_root), "failed", f"{type(e).__name__}: {e}")
             return None
+        _as_it_was(own_log, start)
         _remove_hydra_only_dir(Path(hc.runtime.output_dir), Path(cfg.out_root))
         sys.exit(2)
     if cfg.dry_run:
@@ -57,8 +60,14 @@ def main(cfg: DictConfig):
         if not multirun:  # a plan leaves nothing on disk
             _remove_hydra_only_dir(Path(hc.runtime.output_dir), Path(cfg.out_root))
         return None
-    own_log = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"  # Hydra's log of this attempt (appended)
-    start = own_log.stat().st_size if own_log.is_file() else 0
+    if not _record(hc, cfg, jobs):  # every run finished: skipped, and its folder left as it was (issue #56)
+        _as_it_was(own_log, start)
+        print(plan.banner(jobs))
+        for job in jobs:
+            for _, d in job.entries:
+                record(cfg.out_root, Path(d), "skipped")
+                print(f"{d}: finished already; skipped (force=true reruns it)")
+        return None
     log.info("%s", plan.banner(jobs))
     try:
         results = plan.execute(jobs)
@@ -140,8 +149,33 @@ def _argv_dry_run(argv: list[str]) -> list[str]:
     directories it names, whose own .hydra/ records the command that trained them."""
     argv = [("dry_run=true" if a == "--dry-run" else a) for a in argv]
     if "dry_run=true" in argv:
-        argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
+        argv += ["hydra/job_logging=stdout"]
+    if not any(a.startswith(("hydra.output_subdir=", "--cfg", "-c")) for a in argv):
+        argv += ["hydra.output_subdir=null"]  # .hydra/ is written by :func:`_record`, only where a run trains
     return argv
+
+
+def _as_it_was(log_file: Path, size: int) -> None:
+    """Hydra's log of this attempt cut back to ``size``: a command refused or with nothing to train leaves the run
+    folder's bytes unchanged."""
+    if log_file.is_file() and log_file.stat().st_size > size:
+        with open(log_file, "r+b") as f:
+            f.truncate(size)
+
+
+def _record(hc, cfg, jobs: list) -> bool:
+    """Hydra's record of the command (``.hydra/config.yaml``, ``overrides.yaml``, ``hydra.yaml``) in the run
+    folder, written only when the plan trains something: a refused command, a plan or a skipped rerun leaves a
+    run folder's bytes as they were (issue #56)."""
+    from omegaconf import OmegaConf
+    if not any(r.steps for job in jobs if job.features is None for r in plan.runs_left(job)):
+        return False
+    d = Path(hc.runtime.output_dir) / ".hydra"
+    d.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, d / "config.yaml")
+    OmegaConf.save(OmegaConf.create(list(hc.overrides.task)), d / "overrides.yaml")
+    OmegaConf.save(OmegaConf.create({"hydra": OmegaConf.to_container(hc, resolve=False)}), d / "hydra.yaml")
+    return True
 
 
 def entry(argv: list[str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -147,6 +148,9 @@ class SweepSummary(Callback):
         if not sweep_id:
             return
         path = _journal(config.out_root, sweep_id)
+        shared = Path(config.hydra.sweep.dir) / "multirun.yaml"  # Hydra's, overwritten by every sweep: kept per sweep
+        if shared.is_file() and path.parent.is_dir():
+            shutil.copy2(shared, path.with_suffix(".multirun.yaml"))
         lines = [json.loads(s) for s in path.read_text().splitlines()] if path.is_file() else []
         text = summarise(lines)
         path.with_suffix(".summary.txt").write_text(text + "\n") if path.parent.is_dir() else None
