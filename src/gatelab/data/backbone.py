@@ -160,6 +160,13 @@ def cache_dir() -> Path:
     return Path(os.environ.get("GATELAB_CACHE", Path.home() / ".cache" / "gatelab")).expanduser() / "features"
 
 
+def feature_code() -> str:
+    """A hash of the code that computes the features (this module and the routing tasks' rotations): a change
+    to it keys a new cache instead of reading features the old code made."""
+    from gatelab.data import routing_tasks
+    return hashlib.sha1(Path(__file__).read_bytes() + Path(routing_tasks.__file__).read_bytes()).hexdigest()[:12]
+
+
 def cached_features(routing_cfg, root, splits: dict, index: torch.Tensor) -> dict:
     """{split: (N, M·512) float32} for ``splits`` {name: (uint8 NCHW images, labels)}, computed
     with the backbone from ``root`` or read from the cache; the backbone's test accuracy (with both
@@ -167,6 +174,7 @@ def cached_features(routing_cfg, root, splits: dict, index: torch.Tensor) -> dic
     kind, name = routing_cfg.features, routing_cfg.get("backbone") or RESNET20_FILE
     other = {"backbone": name} if name != RESNET20_FILE else {}  # the published file keeps its old cache keys
     key = hashlib.sha1(json.dumps({"kind": kind, "M": routing_cfg.M, "angle": routing_cfg.max_angle, **other,
+                                   "code": feature_code(),  # the code that computes them (issue #56)
                                    "n": {k: int(len(v[0])) for k, v in splits.items()},
                                    "first": {k: hashlib.sha1(v[0].numpy().tobytes()).hexdigest()
                                              for k, v in splits.items()}}, sort_keys=True).encode()).hexdigest()[:12]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -127,6 +127,39 @@ def _check_keys(path: Path, f) -> None:
         raise DataNotFoundError(f"{path} lacks arrays {missing}; expected {', '.join(KEYS)}")
 
 
+DIGESTS = "digests.json"  # in the user's cache: {path: [size, mtime_ns, sha256]}
+
+
+def digest(path: Path) -> str:
+    """The sha256 of a data file, computed once per (path, size, mtime) and remembered in
+    ``~/.cache/gatelab/digests.json`` (or ``$GATELAB_CACHE``); a cache that cannot be written is not an error."""
+    import hashlib
+    import json
+    path = Path(path).resolve()
+    st = path.stat()
+    book = Path(os.environ.get("GATELAB_CACHE", Path.home() / ".cache" / "gatelab")).expanduser() / DIGESTS
+    try:
+        known = json.loads(book.read_text()) if book.is_file() else {}
+    except (OSError, ValueError):
+        known = {}
+    hit = known.get(str(path))
+    if hit and hit[:2] == [st.st_size, st.st_mtime_ns]:
+        return hit[2]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    known[str(path)] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+    try:
+        book.parent.mkdir(parents=True, exist_ok=True)
+        tmp = book.with_name(f".{book.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=0, sort_keys=True))
+        os.replace(tmp, book)
+    except OSError:
+        pass
+    return h.hexdigest()
+
+
 def load_arrays(source: str, root: Optional[str] = None, download: bool = True) -> dict:
     """The four uint8 arrays of ``<root>/<source>.npz``, downloading the file on first use."""
     path = cache_path(source, root)
@@ -220,6 +253,7 @@ class Data:
     in_shape: tuple  # (C,H,W)
     out_dim: int  # 10 for classification, 1 for binary (scalar output)
     task: str
+    files: dict = field(default_factory=dict)  # {data file read: its sha256} (results.json's env.data_files)
 
 
 def _split(x: np.ndarray, y: np.ndarray, ds_cfg, limit: Optional[int], device) -> Split:
@@ -320,7 +354,12 @@ def load(ds_cfg, data_cfg, device) -> Data:
     for split in (train, test):
         split.shift, split.div = shift, div
     out_dim = 1 if ds_cfg.task == "binary" else ds_cfg.num_classes
-    return Data(train, test, tuple(train.x.shape[1:]), out_dim, ds_cfg.task)
+    files = {str(cache_path(ds_cfg.source, data_cfg.root).resolve()): digest(cache_path(ds_cfg.source, data_cfg.root))}
+    if routing is not None and routing.get("features"):
+        from gatelab.data.backbone import RESNET20_FILE
+        net = data_root(data_cfg.root) / (routing.get("backbone") or RESNET20_FILE)
+        files[str(net.resolve())] = digest(net)
+    return Data(train, test, tuple(train.x.shape[1:]), out_dim, ds_cfg.task, files)
 
 
 def cut(source: str, root: Optional[str], out_dir: Path, n_train: int, n_test: int) -> Path:
