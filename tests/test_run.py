@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import CONF, ROOT, TINY_ARCH, make_cfg
+from conftest import CONF, ROOT, TINY_ARCH, make_cfg, write_tiny_data
 from gatelab.core.config import ConfigError
 from gatelab.core.validation import validate
 from gatelab.data.datasets import DataNotFoundError
@@ -297,3 +297,18 @@ def test_launcher_configs_compose():
     for launcher in ("local", "cluster"):
         with_launcher = make_cfg([f"hydra/launcher={launcher}"])
         assert with_launcher.dataset.name == "mnist"
+
+
+@pytest.mark.slow
+def test_experiment_without_plus_composes_and_a_sweep_over_seed_overrides_the_experiments_seeds(tmp_path):
+    """Issue #57 §3: ``experiment=quick_fc`` (lightning-hydra-template's habit) composes as ``+experiment=``; and
+    ``-m experiment=quick_fc seed=0,1`` sweeps the two seeds although the experiment sets ``seeds``."""
+    p = subprocess.run([sys.executable, str(ROOT / "run.py"), "experiment=quick_fc", "--cfg", "job"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0 and "epochs: 3" in p.stdout, p.stderr[-1500:]
+    data = write_tiny_data(tmp_path / "data")
+    p = subprocess.run([sys.executable, str(ROOT / "run.py"), "-m", "experiment=quick_fc", "seed=0,1", "--dry-run",
+                        f"data.root={data}", f"out_root={tmp_path / 'out'}"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stdout[-1500:] + p.stderr[-1500:]
+    assert "sweep of 2 jobs" in p.stdout and "relu seeds 0\n" in p.stdout and "relu seeds 1\n" in p.stdout

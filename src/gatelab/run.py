@@ -148,6 +148,10 @@ def _argv_dry_run(argv: list[str]) -> list[str]:
     """``--dry-run`` is ``dry_run=true``; a plan writes no Hydra files (.hydra/, run.log) into the run
     directories it names, whose own .hydra/ records the command that trained them."""
     argv = [("dry_run=true" if a == "--dry-run" else a) for a in argv]
+    # lightning-hydra-template's habit, experiment=NAME, is the +experiment=NAME this config appends (issue #57)
+    argv = [("+" + a if a.startswith("experiment=") else a) for a in argv]
+    if any(a.startswith("seed=") for a in argv) and not any(a.startswith("seeds=") for a in argv):
+        argv += ["seeds=null"]  # seed=K on the command line wins over an experiment's seeds (a sweep over seed)
     if "dry_run=true" in argv:
         argv += ["hydra/job_logging=stdout"]
     if not any(a.startswith(("hydra.output_subdir=", "--cfg", "-c")) for a in argv):
