@@ -175,3 +175,13 @@ def test_console_warnings_and_errors_read_as_gatelab_lines_and_progress_keeps_it
     assert f.format(rec(logging.WARNING, "w")) == "gatelab: warning: w"
     info = f.format(rec(logging.INFO, "relu seed 0 epoch 1/3"))
     assert info.startswith("[") and info.endswith("][gatelab][INFO] - relu seed 0 epoch 1/3")
+
+
+def test_gatelab_help_lists_every_subcommand_in_plain_words():
+    """Issue #57 §3: ``gatelab --help`` lists run, reproduce, page, costs, recipes and confirm, one line each, with
+    no reStructuredText of a module docstring."""
+    from gatelab.papers.reproduce import _parser
+    text = _parser().format_help()
+    for name in ("run", "reproduce", "page", "costs", "recipes", "confirm"):
+        assert f"\n    {name} " in text, name
+    assert "``" not in text and ":mod:" not in text

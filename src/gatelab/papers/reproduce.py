@@ -42,7 +42,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m gatelab", description=__doc__.split("\n\n")[0])
+    ap = _Parser(prog="gatelab", description="gatelab: the tables and figures of four papers on the gates of deep "
+                 "ReLU networks, seed by seed. One subcommand, then its own --help.",
+                 epilog="examples: gatelab run regime=flnpf arch=gconv --dry-run; gatelab reproduce table2-mnist "
+                 "--dry-run; gatelab confirm --dry-run; gatelab page --check")
     sub = ap.add_subparsers(dest="command", required=True)
     rp = sub.add_parser("reproduce", help="plan, price, run and report one recipe")
     rp.add_argument("recipe", nargs="?", help="one of: python -m gatelab recipes")
@@ -66,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("overrides", nargs="*", help="further config overrides for every run (key=value)")
     sub.add_parser("run", help="train: gatelab run [key=value ...], what python run.py does in a checkout")
     sub.add_parser("page", help="outputs/reports/README.md, what reproduces item by item (--check: is it current)")
+    sub.add_parser("confirm", help="the confirmation runs on held-out seeds: --dry-run lists seeds and prices, "
+                   "--design sizes them, TARGET trains them")
     pm = sub.add_parser("costs", help="priced against measured: every completed run below ROOTS, a line per stack")
     pm.add_argument("roots", nargs="+", type=Path, help="out_roots of runs (e.g. outputs/races)")
     pm.add_argument("--device", default="cpu", help="the conf/costs.yaml entry to price with (default: cpu)")
