@@ -51,7 +51,7 @@ def test_a_bad_recipe_command_is_one_line_exit_2(argv, says, tmp_path):
 
 def test_help_lists_every_subcommand(tmp_path):
     p = _run(["--help"], tmp_path, module=True)
-    assert p.returncode == 0 and "{reproduce,run,page,costs,recipes}" in p.stdout
+    assert p.returncode == 0 and "{reproduce,run,page,confirm,costs,recipes}" in p.stdout
 
 
 def test_ctrl_c_while_importing_is_one_line_and_exit_130(capsys):

@@ -162,12 +162,13 @@ def test_routing_report_lays_out_trained_and_untrained_error_with_standard_error
     z = paper.zero_shot_threshold(fake)
     assert z.K_over_M.tolist() == [pytest.approx(0.4 + math.log(4) / math.log(8) * 0.1)] and z.seeds.item() == 3
     # 3 seeds: a t with 2 degrees of freedom leaves the upper end open (0.5 points ± 0.14 may be above 1)
-    assert z.lo.item() < z.K_over_M.item() and math.isinf(z.hi.item()) and z.verdict.item() == "no evidence"
+    assert z.lo.item() < z.K_over_M.item() and math.isinf(z.hi.item()) and z.verdict.item() == "not shown"
     more = paper.zero_shot_threshold(fake.assign(n=10, err_trained_se=0.05, err_untrained_se=0.05))
     assert more.K_over_M.item() == z.K_over_M.item()  # more seeds narrow the interval, not move the point
     assert z.lo.item() < more.lo.item() < more.K_over_M.item() < more.hi.item() < 0.5
-    # the paper's 0.40 lies below the lower end less 0.05: differs, or borderline where less 0.07 would reach it
-    assert more.verdict.item() == ("borderline" if more.lo.item() - 0.07 <= 0.40 else "differs")
+    # the paper's 0.40 lies below the lower end less 0.05: contradicted, or borderline where less 0.07 would reach it
+    assert more.lo.item() - 0.03 > 0.40
+    assert more.verdict.item() == ("borderline" if more.lo.item() - 0.07 <= 0.40 else "contradicted")
 
 
 def test_a_report_keeps_the_lines_whose_runs_are_gone_only_when_asked(tiny_root, tmp_path):
@@ -378,7 +379,7 @@ def test_isolation_finds_the_base_and_changes_one_factor_at_a_time(tmp_path):
     assert "| epochs | 15 → 30 |" in text and "| lr | 0.01 → 0.001 |" in text and "make routing-isolation" in text
     assert "| M + epochs | 10, 15 → 20, 30 |" in text
     assert iso.loc["epochs", "k_over_m_lo"] < iso.loc["epochs", "k_over_m_at_gap"] < iso.loc["epochs", "k_over_m_hi"]
-    assert math.isinf(iso.loc["base", "k_over_m_lo"]) and iso.loc["base", "verdict"] == "differs"  # 2 points at 0.5
+    assert math.isinf(iso.loc["base", "k_over_m_lo"]) and iso.loc["base", "verdict"] == "contradicted"  # 2 points at 0.5
     # a study whose runs were made elsewhere is judged again from its isolation.csv alone: the same rule
     from gatelab.papers import report
     from gatelab.papers.routing.isolation import rejudged

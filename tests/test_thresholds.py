@@ -28,7 +28,8 @@ def test_the_point_is_the_log_linear_crossing_of_the_means_and_the_se_only_widen
     wide = th.threshold(KM, g, [0.3] * 4, [10] * 4)
     assert narrow.point == wide.point == pytest.approx(0.45) and not narrow.extrapolated
     assert wide.lo < narrow.lo < 0.45 < narrow.hi < wide.hi
-    assert claims.threshold_verdict(narrow, 0.45) == "agrees" and claims.threshold_verdict(narrow, 0.33) == "differs"  # 0.33 < lo − 0.05
+    assert claims.threshold_verdict(narrow, 0.45) == "confirmed"
+    assert claims.threshold_verdict(narrow, 0.33) == "contradicted"  # 0.33 < lo − 0.07
 
 
 def test_more_seeds_narrow_the_interval_and_it_covers_the_true_threshold():
@@ -45,29 +46,31 @@ def test_more_seeds_narrow_the_interval_and_it_covers_the_true_threshold():
     assert covered >= 0.85 * 60  # a 95% interval; 60 sweeps: at least 51
 
 
-def test_a_sweep_whose_gap_never_closes_is_rejected_not_extrapolated_into_agreement():
+def test_a_sweep_whose_gap_never_closes_is_rejected_not_extrapolated_into_confirmation():
     """The control: untrained pairs that never generalise (a gap of 20-30 points at every K); the point
     extrapolates, but every draw lies beyond the sweep, so the paper's 0.40 is outside."""
     t = th.threshold(KM, [30.0, 27.0, 24.0, 21.0], [0.5] * 4, [3] * 4)
     assert t.extrapolated and math.isinf(t.lo) and math.isinf(t.hi)
-    assert claims.threshold_verdict(t, 0.40) == "differs" and t.interval() == "[> 0.60]"
+    assert claims.threshold_verdict(t, 0.40) == "contradicted" and t.interval() == "[> 0.60]"
 
 
-def test_an_interval_too_wide_to_decide_is_no_evidence_not_agreement():
+def test_an_interval_too_wide_to_decide_is_not_shown_not_confirmed():
     """Three noisy seeds: the paper's value lies inside the interval, and so would almost any other."""
     t = th.threshold(KM, list(true_gap(KM)), [3.0, 2.0, 0.8, 0.4], [3] * 4)
-    assert t.holds(0.45) and t.width() > th.DECIDES_WITHIN and claims.threshold_verdict(t, 0.45) == "no evidence"
+    assert t.holds(0.45) and t.width() > th.DECIDES_WITHIN + th.READ_PRECISION
+    assert claims.threshold_verdict(t, 0.45) == "not shown"
+    assert claims.threshold_text("not shown", t.interval()).startswith("qualitative: not shown (test:")
 
 
 def test_a_gap_already_below_the_level_at_the_first_point_leaves_the_lower_end_open():
     t = th.threshold(KM, [0.5, 0.3, 0.2, 0.1], [0.05] * 4, [5] * 4)
     assert t.point == 0.3 and t.extrapolated and t.interval().startswith("[≤ 0.30")
-    assert t.holds(0.1) and claims.threshold_verdict(t, 0.1) == "no evidence"  # below the sweep: nothing measured there
+    assert t.holds(0.1) and claims.threshold_verdict(t, 0.1) == "not shown"  # below the sweep: nothing measured there
 
 
 def test_the_toy_fig5c_row_is_judged_by_the_one_rule_at_its_own_scale():
     """Paper 003 Fig 5c (the toy): the same rule, its level 1% of a zero output's pair error. A sweep crossing
-    at the paper's K/M agrees; the same sweep moved by two K steps differs; a summary without the rule's
+    at the paper's K/M is confirmed; the same sweep moved by two K steps is contradicted; a summary without the rule's
     inputs is not judged."""
     from gatelab.papers.routing import verdicts
     km = [k / 10 for k in range(1, 11)]
@@ -78,19 +81,29 @@ def test_the_toy_fig5c_row_is_judged_by_the_one_rule_at_its_own_scale():
         return {"fig5c_K_over_M": km, "fig5c_trained_err": [1e-5] * 10,
                 "fig5c_untrained_err": [g + 1e-5 for g in gap[:-1]] + [math.nan],
                 "fig5c_gap_se": [0.05 * g for g in gap], "fig5c_nets": 3, "fig5c_zero_output_err": zero}
-    assert verdicts._fig5c(summary(0.0)).verdict.startswith("qualitative: agrees")
+    assert verdicts._fig5c(summary(0.0)).verdict.startswith("qualitative: confirmed")
     assert "K/M 0.40" in verdicts._fig5c(summary(0.0)).ours and "1.22 (1% of ½‖Y‖²)" in verdicts._fig5c(summary(0.0)).ours
-    assert verdicts._fig5c(summary(0.2)).verdict.startswith("qualitative: differs")
+    assert verdicts._fig5c(summary(0.2)).verdict.startswith("qualitative: contradicted")
     old = {k: v for k, v in summary(0.0).items() if k != "fig5c_gap_se"}
     assert verdicts._fig5c(old).verdict == "not judged"
 
 
 def test_a_verdict_the_tolerances_own_precision_would_flip_is_borderline():
     """Issue #47: the paper's value read within ±0.05 (READ_WITHIN), itself known to ±0.02 (READ_PRECISION): a
-    verdict that differs at ±0.03 and ±0.07 is borderline, named, not agreement or difference."""
+    verdict that differs at ±0.03 and ±0.07 is borderline, named, neither confirmed nor contradicted. Issue #54: the
+    cap on the interval's width (DECIDES_WITHIN, 0.2) is a margin too, known to the same ±0.02: an interval whose
+    width lies within 0.18 .. 0.22 is borderline as well."""
     def t(lo, hi):
         return th.Threshold((lo + hi) / 2, False, lo, hi, 0.1, 0.9, 3)
     assert claims.threshold_verdict(t(0.46, 0.50), 0.40) == "borderline"  # 0.40 lies within 0.07 of 0.46, not within 0.03
-    assert claims.threshold_verdict(t(0.50, 0.55), 0.40) == "differs"  # beyond even ±0.07
-    assert claims.threshold_verdict(t(0.38, 0.45), 0.40) == "agrees"  # inside the interval itself
+    assert claims.threshold_verdict(t(0.50, 0.55), 0.40) == "contradicted"  # beyond even ±0.07
+    assert claims.threshold_verdict(t(0.38, 0.45), 0.40) == "confirmed"  # inside the interval itself
     assert claims.threshold_text("borderline", "[0.46, 0.50]").startswith("borderline (test:")
+    # the cap: 0.40 inside each interval; 0.17 wide decides at any cap in 0.18 .. 0.22, 0.23 wide at none,
+    # 0.19 and 0.21 wide only at some
+    assert claims.threshold_verdict(t(0.30, 0.47), 0.40) == "confirmed"
+    assert claims.threshold_verdict(t(0.30, 0.49), 0.40) == "borderline"
+    assert claims.threshold_verdict(t(0.30, 0.51), 0.40) == "borderline"
+    assert claims.threshold_verdict(t(0.30, 0.53), 0.40) == "not shown"
+    text = claims.threshold_text("borderline", "[0.30, 0.49]")
+    assert "at ± 0.03 .. 0.07, or at a cap of 0.18 .. 0.22" in text
