@@ -23,7 +23,7 @@ ARGS = $(if $(DATA),--data $(abspath $(DATA))) $(if $(filter-out 1,$(JOBS)),--jo
 	routing-backbone
 
 help:
-	@echo "make install             pip install -e .[dev]"
+	@echo "make install             pip install -c constraints.txt -e .[dev,wandb] (CI's install; PYTHON=.venv/bin/python)"
 	@echo "make test                the fast suite (CPU, tiny generated data; no subprocess, SLURM or kill tests)"
 	@echo "make test-all            the whole suite (what CI runs)"
 	@echo "make run                 python run.py (MNIST / FC / ReLU / Adam, 10 epochs)"
@@ -62,8 +62,9 @@ help:
 	@echo "make bench               seconds per epoch per seed: single-run vs seed-batched path"
 	@echo "make page                outputs/reports/README.md: what reproduces, item by item, from the reports' CSVs"
 
-install:
-	$(PYTHON) -m pip install -e ".[dev]"
+install:  # what CI installs (.ci/run): the pinned versions the suite passed on, the wheel test's setuptools
+	$(PYTHON) -m pip install -q "setuptools>=70.1"
+	$(PYTHON) -m pip install -q -c constraints.txt -e ".[dev,wandb]"
 
 test:
 	$(PYTHON) -m pytest -q -m "not slow" tests
