@@ -117,7 +117,6 @@ def _train_todo(entries: list) -> list:
                                                                   else "") for r in runs]}
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
-        env = {**env, "data_files": data.files}  # every data file it read, with its sha256
         for r in runs:
             r.build(data, env)
         _resume_points(runs, cfg.force)

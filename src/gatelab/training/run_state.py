@@ -52,7 +52,8 @@ class RunState:
             checkpoints.save(self.run_dir / pruning.MASK_FILE, mask=self.mask, imp=plain(self.cfg.imp))
             info["pruned_fraction"] = 1 - sum(int(m.sum()) for m in self.mask.values()) / \
                 sum(m.numel() for m in self.mask.values())
-        self.results.update(env=env, model={**regimes.describe(self.model), **info},
+        self.results.update(env={**env, "data_files": data.files},  # every data file it read, with its sha256
+                            model={**regimes.describe(self.model), **info},
                             attempts=attempts(self.prior, env))
         self.tracker = make_tracker(self.cfg, self.run_dir, str(self.results["attempts"][0].get("at")))
 
