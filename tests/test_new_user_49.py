@@ -134,13 +134,15 @@ def test_costs_skips_a_truncated_results_json_in_one_line(tiny_root, tmp_path, c
 def test_a_run_whose_output_is_not_a_terminal_prints_progress_inside_its_epochs(tiny_root, tmp_path, monkeypatch,
                                                                                 caplog):
     """Without bars (output to a file), a line every TICK seconds inside the epoch: steps, rate, time left."""
-    from gatelab.training import loop
-    monkeypatch.setattr(loop, "TICK", 1e-9)  # every step, instead of every 30 s
+    from gatelab.training import heartbeat, loop
+    monkeypatch.setattr(heartbeat, "TICK", 1e-9)  # every step, instead of every 30 s
     with caplog.at_level("INFO", logger="gatelab"):
         loop.train(make_cfg(["arch=fc", "arch.dense=[8]"], tiny_root), tmp_path / "run")
     lines = [r.getMessage() for r in caplog.records if "steps/s" in r.getMessage()]
     assert lines and lines[-1].startswith("epoch 1/1: step ") and "left in the epoch" in lines[-1]
-    assert loop.TICK < 1 and 0 < loop.Ticker(1, 1, 8).every  # the default is the module's 30 s
+    # evaluation too (issue #57): a scheduler's log never goes TICK seconds without a line
+    assert any(r.getMessage().startswith("epoch 1/1: evaluating, batch ") for r in caplog.records)
+    assert heartbeat.TICK < 1 and 0 < heartbeat.Ticker(1, 1, 8).every  # the default is the module's 30 s
 
 
 def test_reproduce_says_job_k_of_n_and_the_time_left(monkeypatch, capsys):

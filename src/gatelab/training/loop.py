@@ -35,6 +35,7 @@ from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
 from gatelab.nets.dgn import unstack_state
 from gatelab.training import stacking
+from gatelab.training.heartbeat import Ticker
 from gatelab.training.metrics import evaluate, extra_metrics, objective
 from gatelab.training.run_state import RunState
 from gatelab.training.speed import determinism, heap_reuse, precision
@@ -338,7 +339,8 @@ def _epoch(st: _Stack, epoch: int, skip: int, partial):
             STOP.take(saver, f"epoch {epoch - 1}, step {i} of the next")
     train_epoch(cfg, st.forward, st.opt, data, gens, st.autocast, epoch, (loss_sum, correct), skip, after_step)
     test_loss, test_acc = evaluate(model, data.test, cfg.eval_batch_size, data.task, S,
-                                   bf16=str(cfg.get("eval_precision") or "fp32") == "bf16")
+                                   bf16=str(cfg.get("eval_precision") or "fp32") == "bf16",
+                                   tick=None if bars_on(cfg) else Ticker(epoch, int(cfg.epochs), 0, what="evaluating"))
     extra = extra_metrics(cfg, model, data, S)
     n = len(data.train)
     train_loss, train_acc = (loss_sum / n).tolist(), [c / n for c in correct.tolist()]
@@ -347,27 +349,6 @@ def _epoch(st: _Stack, epoch: int, skip: int, partial):
     return metrics, round(time.time() - t0, 3)
 
 
-class Ticker:
-    """Without progress bars (output to a file or a pipe): a line at most every :data:`TICK` seconds inside an epoch,
-    steps done, their rate and the time left in the epoch, so a long CPU epoch is not silent."""
-
-    def __init__(self, epoch: int, epochs: int, total: int, skip: int = 0, every: float = 0.0):
-        self.epoch, self.epochs, self.total, self.skip = epoch, epochs, total, skip
-        self.t0 = self.last = time.time()
-        self.every = every or TICK
-
-    def __call__(self, i: int) -> None:
-        now = time.time()
-        if now - self.last < self.every:
-            return
-        self.last = now
-        rate = (i - 1 - self.skip) / max(now - self.t0, 1e-9)
-        left = (self.total - i + 1) / rate if rate > 0 else float("nan")
-        log.info("epoch %d/%d: step %d/%d, %.2f steps/s, about %.0f s left in the epoch", self.epoch, self.epochs,
-                 i - 1, self.total, rate, left)
-
-
-TICK = 30.0  # seconds between progress lines inside an epoch when the output is not a terminal
 
 
 def train_epoch(cfg, forward, opt, data, gens: list, autocast, epoch: int, sums=None, skip: int = 0,

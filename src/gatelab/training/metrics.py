@@ -51,19 +51,24 @@ def eval_chunk(model, batch_size: int, stack: int) -> int:
 
 
 @torch.no_grad()
-def evaluate(model, split: Split, batch_size: int, task: str, stack: int, bf16: bool = False) -> tuple[list, list]:
+def evaluate(model, split: Split, batch_size: int, task: str, stack: int, bf16: bool = False,
+             tick=None) -> tuple[list, list]:
     """Per seed (mean loss, accuracy) over a whole split, in batches of :func:`eval_chunk` examples;
-    ``bf16``: the forward under bf16 autocast (``eval_precision=bf16``), the loss on its outputs in fp32."""
+    ``bf16``: the forward under bf16 autocast (``eval_precision=bf16``), the loss on its outputs in fp32; ``tick(i,
+    n)`` after each batch (:class:`gatelab.training.heartbeat.Ticker`: a line every 30 s without progress bars)."""
     model.eval()
     device = split.x.device
     loss_sum = torch.zeros(stack, device=device)
     correct = torch.zeros(stack, device=device)
-    for xb, yb in split.batches(eval_chunk(model, batch_size, stack)):
+    chunk = eval_chunk(model, batch_size, stack)
+    for i, (xb, yb) in enumerate(split.batches(chunk), 1):
         with torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
             out = model(xb.expand(stack, *xb.shape))
         loss, c = objective(out.float(), yb.expand(stack, *yb.shape), task)
         loss_sum += loss * len(yb)
         correct += c
+        if tick is not None:
+            tick(i, -(-len(split) // chunk))
     model.train()
     return (loss_sum / len(split)).tolist(), [c / len(split) for c in correct.tolist()]
 
