@@ -374,7 +374,9 @@ def test_a_shorter_try_never_lands_in_the_recipes_report_folder(change, changes_
     if not changes_runs:
         assert outs(r) == outs(own) and r.banner == ""
         return
-    assert all(a != b and a.startswith(b) for a, b in zip(outs(r), outs(own))) and len(outs(r)) == len(outs(own))
+    assert all(a != b and a.startswith(b.replace("outputs/reports/", "outputs/tries/"))
+               for a, b in zip(outs(r), outs(own))) and len(outs(r)) == len(outs(own))
+    assert all(not a.startswith("outputs/reports/") for a in outs(r))  # git ignores a try's report (issue #57)
     assert r.banner.startswith("NOT THE RECIPE'S SCALE (paper)")
     # the report runs as a recipe runs it, from a working folder holding a committed paper-scale report
     monkeypatch.chdir(tmp_path)

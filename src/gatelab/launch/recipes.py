@@ -30,6 +30,7 @@ from gatelab.core.runs import IDENTITY, compose
 from gatelab.launch import costs, plan
 from gatelab.launch.sweep import job_overrides
 
+REPORTS, TRIES = "outputs/reports", "outputs/tries"  # the committed reports; a shortened try's (ignored by git)
 RUN_PY = Path(__file__).resolve().parents[3] / "run.py"  # a checkout's
 # a job's command: a checkout's run.py (its own src first, whatever is installed), else the installed `gatelab run`
 RUN = [sys.executable, str(RUN_PY)] if RUN_PY.is_file() else [sys.executable, "-m", "gatelab", "run"]
@@ -133,15 +134,18 @@ def build(name: str, options: Options) -> Recipe:
 
 
 def _as_variant(r: Recipe, suffix: str, banner: str) -> Recipe:
-    """A try that changes the runs (:meth:`Options.variant`) trains into ``<out_root><suffix>`` and
-    renders into ``<report><suffix>``, never the recipe's own folders, its reports headed by ``banner``."""
+    """A try that changes the runs (:meth:`Options.variant`) trains into ``<out_root><suffix>`` and renders into
+    ``outputs/tries/<report><suffix>`` (git ignores it: a shortened try is never a committed report, issue #57),
+    never the recipe's own folders, its reports headed by ``banner``."""
     if not suffix:
         return r
 
     def own(path: str) -> str:
         return path if path.endswith(suffix) else path + suffix
     r.runs = [[f"out_root={own(o.split('=', 1)[1])}" if o.startswith("out_root=") else o for o in rs] for rs in r.runs]
-    r.figures, r.reports = ([[own(a) if i and argv[i - 1] in ("--runs", "--out") else a for i, a in enumerate(argv)]
+    def tried(path: str) -> str:
+        return own(path).replace(f"{REPORTS}/", f"{TRIES}/", 1) if path.startswith(f"{REPORTS}/") else own(path)
+    r.figures, r.reports = ([[tried(a) if i and argv[i - 1] in ("--runs", "--out") else a for i, a in enumerate(argv)]
                              for argv in cmds] for cmds in (r.figures, r.reports))
     r.banner = banner
     return r
