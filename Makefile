@@ -63,8 +63,7 @@ help:
 	@echo "make page                outputs/reports/README.md: what reproduces, item by item, from the reports' CSVs"
 
 install:  # what CI installs (.ci/run): the pinned versions the suite passed on, the wheel test's setuptools
-	$(PYTHON) -m pip install -q "setuptools>=70.1"
-	$(PYTHON) -m pip install -q -c constraints.txt -e ".[dev,wandb]"
+	$(PYTHON) -m pip install -q -c constraints.txt "setuptools>=70.1" -e ".[dev,wandb]"
 
 test:
 	$(PYTHON) -m pytest -q -m "not slow" tests

@@ -128,7 +128,7 @@ def test_words_put_this_machines_price_first(monkeypatch):
     assert text.startswith("about 10 min on Zen 3 (this machine), ")
     on(monkeypatch, AMX)
     assert costs.words({"h100": 60.0, "zen4": 120.0, "zen3": 600.0}, TABLE).startswith(
-        "about 2 min on Zen 4 (the nearest entry: none for this machine)")
+        "about 2 min on Zen 4 (the nearest entry: none for this machine; ")
 
 
 def test_an_entrys_bf16_step_prices_runs_that_train_in_bf16(monkeypatch):
@@ -142,3 +142,34 @@ def test_an_entrys_bf16_step_prices_runs_that_train_in_bf16(monkeypatch):
     assert costs.per_step(entry, make_cfg([*conv, "precision=auto"]))[1] == pytest.approx(0.1)
     assert costs.per_step(slow, make_cfg([*conv, "precision=auto"]))[1] == pytest.approx(0.4)
     assert costs.per_step(entry, make_cfg(conv))[1] == pytest.approx(0.4)
+
+
+def test_a_plan_prices_this_machine_from_its_own_completed_runs(tiny_root, tmp_path):
+    """Issue #57 §2: this machine's completed runs (results.json's env.machine) give an entry of its own, first,
+    named "this machine": the nearest recorded entry scaled by the median measured / priced of each network, and
+    only those networks; runs of another machine are not read."""
+    import json
+    from conftest import make_cfg
+    from gatelab.core.machine import Machine
+    from gatelab.launch import costs
+    from gatelab.training.loop import train
+    table = costs.load(runs=None)
+    res = train(make_cfg(["epochs=1", "arch.dense=[8]", f"out_root={tmp_path / 'outputs'}"], tiny_root),
+                tmp_path / "outputs" / "runs" / "r")
+    here = Machine(res["env"]["machine"]["kind"], res["env"]["machine"]["model"], True, "")
+    base = costs.for_machine(table, here)[0][0]
+    df = costs.priced_against_measured([tmp_path / "outputs"], base, table)
+    path = tmp_path / "outputs" / "runs" / "r" / "results.json"
+    r = json.loads(path.read_text())
+    r["wall_time_s"] = 3.0 * float(df.priced_s.iloc[0])  # this machine: three times the entry's price
+    path.write_text(json.dumps(r))
+    mine = costs.learned(table, tmp_path / "outputs", here)
+    assert mine is not None and "from 1 runs" in mine["label"] and mine["machine"]["model"] == here.model
+    cfg = make_cfg(["epochs=1", "arch.dense=[8]"], tiny_root)
+    assert {k for k in mine if k not in ("machine", "label", "source", "start", "warmup", "epoch")} == {
+        k for k in table[base] if costs._net(k) == costs.key(cfg)}  # the network it ran, no other
+    both = costs.price([(cfg, 100_000, 0)], {"here": mine, base: table[base]})
+    assert both["here"] / both[base] > 2.0  # priced from its runs: about 3x (the fixed costs unscaled)
+    assert costs.for_machine({"here": mine, **table}, here)[0] == ("here", "this machine")
+    other = Machine("cpu-avx2", "another CPU", False, "")
+    assert costs.learned(table, tmp_path / "outputs", other) is None  # another machine's runs are not its price

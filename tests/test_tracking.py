@@ -73,7 +73,7 @@ def test_wandb_gets_one_run_per_stacked_net_resumed_into_the_same_run(cfg_factor
     assert all(r.init["reinit"] == "create_new" and r.init["resume"] == "allow" for r in runs)
     first, second = runs[:2], runs[2:]
     for s, (a, b) in enumerate(zip(first, second)):
-        first_at = json.loads((dirs[s] / "results.json").read_text())["attempts"][0]["at"]
+        first_at = json.loads((dirs[s] / "results.json").read_text())["attempts"][0]["id"]
         assert a.init["id"] == b.init["id"] == wandb_id(dirs[s], first_at)  # the resume continues its run
         assert a.exit_code == 1 and b.exit_code == 0 and b.summary["status"] == "completed"
         assert b.summary["best_test_acc"] == res[s]["best_test_acc"]
@@ -92,7 +92,7 @@ def test_wandb_offline_stacked_and_resumed_with_the_real_package(cfg_factory, tm
     for s, d in dirs.items():
         assert res[s]["status"] == "completed"
         attempts = sorted((d / "wandb").glob("offline-run-*"))  # offline-run-<time>-<id>[-<n>], one per attempt
-        first_at = json.loads((d / "results.json").read_text())["attempts"][0]["at"]
+        first_at = json.loads((d / "results.json").read_text())["attempts"][0]["id"]
         assert len(attempts) == 2 and {p.name.split("-")[3] for p in attempts} == {wandb_id(d, first_at)}
 
 

@@ -181,8 +181,9 @@ def attempts(prior: Optional[dict], env: dict) -> list[dict]:
     from results that recorded none is marked unknown, so that it never pre-registers."""
     old = list((prior or {}).get("attempts") or ([{"at": None, "commit": None, "dirty": None}] if prior and
                                                  prior.get("history") else []))
+    import uuid
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return old + [{"at": now, "commit": env.get("git_commit"), "dirty": env.get("git_dirty")}]
+    return old + [{"at": now, "commit": env.get("git_commit"), "dirty": env.get("git_dirty"), "id": uuid.uuid4().hex[:12]}]
 
 
 PACKAGES = ("hydra-core", "omegaconf", "numpy", "torchvision", "hydra-submitit-launcher", "submitit",

@@ -18,9 +18,62 @@ from gatelab.core.results import load_results, skip_note
 TABLE = Path(CONF_DIR) / "costs.yaml"
 
 
-def load(path: Path = TABLE) -> dict:
-    """{device: {"label": ..., "source": ..., <cost key>: seconds per net-step}}."""
-    return yaml.safe_load(Path(path).read_text()) or {}
+HERE = "here"  # the entry learned from this machine's own completed runs (:func:`learned`)
+RUNS = Path("outputs")  # where the runs are whose times price this machine (a checkout's, the working folder's)
+
+
+def load(path: Path = TABLE, runs: Optional[Path] = RUNS) -> dict:
+    """{device: {"label": ..., "source": ..., <cost key>: seconds per net-step}}; with ``runs``, the entry this
+    machine's own completed runs below it give (:func:`learned`), first, where there are any."""
+    table = yaml.safe_load(Path(path).read_text()) or {}
+    mine = learned(table, runs) if runs is not None and Path(runs).is_dir() else None
+    return {HERE: mine, **table} if mine else table
+
+
+def learned(table: dict, runs: Path, here=None) -> Optional[dict]:
+    """This machine's entry, from its own completed runs below ``runs`` (results.json's ``env.machine``: the same
+    kind and model): the nearest recorded entry (:func:`for_machine`) with each network's seconds scaled by the
+    median measured / priced of this machine's stacks of that network (:func:`priced_against_measured`), and only
+    those networks (another is not measured here). None without such runs."""
+    from gatelab.core.machine import detect
+    here = detect("auto") if here is None else here
+    base = [n for n, _ in for_machine(table, here)]
+    if not base:
+        return None
+    df = _measured(Path(runs), base[0], table, here.kind, here.model)
+    if not len(df := df[df.ratio.notna() & (df.ratio > 0)] if len(df) else df):
+        return None
+    ratio = df.groupby("arch").ratio.median().to_dict()
+    entry = table[base[0]]
+    scaled = {k: ([float(f"{x * ratio[_net(k)]:.4g}") for x in v] if isinstance(v, list) else
+                  float(f"{v * ratio[_net(k)]:.4g}"))
+              for k, v in entry.items() if _net(k) in ratio and isinstance(v, (int, float, list))}
+    fixed = {k: entry[k] for k in ("start", "warmup", "epoch") if k in entry}  # per job, stack and epoch: as recorded
+    return {"machine": {"kind": here.kind, "model": here.model}, "label": f"{'CPU' if here.kind.startswith('cpu') else here.kind} here (from {len(df)} runs)",
+            "source": f"{base[0]}'s entry scaled by this machine's measured / priced, median per network "
+                      f"({', '.join(f'{k} {v:.2f}x' for k, v in sorted(ratio.items()))}) over {len(df)} stacks",
+            **fixed, **scaled}
+
+
+def _net(entry_key: str) -> str:
+    """The network an entry's key prices: ``fc``, ``fc/dlnpf``, ``fc@bf16`` and ``epoch/fc`` are all ``fc``."""
+    k = entry_key.split("/", 1)[1] if entry_key.startswith("epoch/") else entry_key.split("/")[0]
+    return k.split("@")[0]
+
+
+_SEEN: dict = {}  # _measured's frames, by the state of the runs' folder
+
+
+def _measured(runs: Path, device: str, table: dict, kind: str, model: str):
+    """:func:`priced_against_measured` of this machine's runs below ``runs`` on ``device``, read once per state of
+    the folder (its results.json files' count and newest time)."""
+    import pandas as pd
+    files = list(runs.rglob("results.json"))  # noqa: the folder's state, to read its runs once
+    state = (str(runs.resolve()), device, len(files), max((f.stat().st_mtime_ns for f in files), default=0))
+    if state not in _SEEN:
+        df = priced_against_measured([runs], device, table, quiet=True)
+        _SEEN[state] = df[(df.kind == kind) & (df.model == model)] if len(df) else pd.DataFrame()
+    return _SEEN[state]
 
 
 def key(cfg) -> str:
@@ -262,7 +315,8 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
         seconds = prices[device]
         label = (table.get(device) or {}).get("label", device)
         mark = {"this machine": " (this machine)", "this kind": " (this kind of machine)",
-                "nearest": " (the nearest entry: none for this machine)"}.get(how, "")
+                "nearest": " (the nearest entry: none for this machine; `python scripts/bench.py --quick --record auto` "
+                           "records one, and this machine's first completed runs price it)"}.get(how, "")
         if seconds is None:
             parts.append(f"not measured on {label}{mark}")
         elif long and seconds >= 3600:
@@ -284,7 +338,7 @@ def _stack_of(run_dir: Path, res: dict) -> str:
     return json.dumps(plain, sort_keys=True, default=str)
 
 
-def priced_against_measured(roots, device: str, table: Optional[dict] = None):
+def priced_against_measured(roots, device: str, table: Optional[dict] = None, quiet: bool = False):
     """Every completed run below ``roots`` beside its price: the runs are grouped into the stacks they
     trained in (:func:`_stack_of`; a stack's nets share its wall time), each stack priced as a plan
     prices it from scratch on ``device``'s entry (its steps, evaluation and warm-up; a job's ``start`` is
@@ -292,7 +346,7 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
     stack, with ``priced_s``, ``measured_s`` and ``ratio`` (measured / priced)."""
     from omegaconf import OmegaConf
     import pandas as pd
-    table = load() if table is None else table
+    table = load(runs=None) if table is None else table
     if device not in table:
         raise KeyError(f"no entry {device!r} in {TABLE} (entries: {', '.join(table)})")
     entry = {k: v for k, v in table[device].items() if k != "start"}
@@ -301,7 +355,7 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
         for path in sorted(Path(root).rglob("results.json")):
             res, why = load_results(path)
             if res is None:  # malformed (truncated, another version): one line, not counted
-                print(skip_note(path, why or "unreadable"), file=sys.stderr)
+                print(skip_note(path, why or "unreadable"), file=sys.stderr) if not quiet else None
                 continue
             if res.get("status") != "completed" or "config" not in res:
                 continue
@@ -319,6 +373,8 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None):
                       "nets": len(runs), "epochs": int(cfg.epochs), "steps": steps,
                       "threads": runs[0][2].get("env", {}).get("threads"),
                       "cpu": runs[0][2].get("env", {}).get("cpu_capability"),
+                      "kind": (runs[0][2].get("env", {}).get("machine") or {}).get("kind"),
+                      "model": (runs[0][2].get("env", {}).get("machine") or {}).get("model"),
                       "priced_s": priced, "measured_s": measured,
                       "ratio": measured / priced if priced else float("nan")})
     return pd.DataFrame(lines)

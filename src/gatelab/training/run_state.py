@@ -55,7 +55,8 @@ class RunState:
         self.results.update(env={**env, "data_files": data.files},  # every data file it read, with its sha256
                             model={**regimes.describe(self.model), **info},
                             attempts=attempts(self.prior, env))
-        self.tracker = make_tracker(self.cfg, self.run_dir, str(self.results["attempts"][0].get("at")))
+        first = self.results["attempts"][0]
+        self.tracker = make_tracker(self.cfg, self.run_dir, str(first.get("id") or first.get("at")))
 
     def start_position(self) -> tuple[int, int]:
         return checkpoints.position(self.last) if self.last else (0, 0)

@@ -46,8 +46,9 @@ class WandbTracker:
 
 
 def wandb_id(run_dir: Path, first: str) -> str:
-    """The wandb run id: a hash of the run directory's absolute path and its first attempt's start (results.json's
-    ``attempts[0].at``), the same for every resume of one run and new for a run trained afresh."""
+    """The wandb run id: a hash of the run directory's absolute path and its first attempt (results.json's
+    ``attempts[0].id``, drawn when the run starts afresh), the same for every resume of one run and new for a run
+    trained afresh."""
     import hashlib
     return hashlib.sha1(f"{Path(run_dir).resolve()}|{first}".encode()).hexdigest()[:16]
 
