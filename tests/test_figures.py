@@ -62,7 +62,7 @@ def test_figure3_left_over_seeds_keeps_each_seeds_stages_and_their_untrained_con
     assert priced == trained and len(priced) == 2 * (1 + 1 + 2)  # per seed: ReLU, FRNPF-II, FLNPF at 2 stages
     row = verdicts.figure3_left(tmp_path / "reports")
     assert row.scale == "reduced" and "over 2 seeds" in row.verdict and "untrained" in row.verdict
-    assert row.verdict.startswith(("qualitative: agrees", "qualitative: differs", "qualitative: no evidence"))
+    assert row.verdict.startswith(("qualitative: confirmed", "qualitative: contradicted", "qualitative: not shown"))
 
 
 def test_figures7_8_price_exactly_the_runs_they_train(monkeypatch, tiny_root):
@@ -95,24 +95,30 @@ def test_figures7_8_price_exactly_the_runs_they_train(monkeypatch, tiny_root):
     assert len(steps) == len(set(priced)) // 2 == 1 + len(fig7.FIG7_NETWORKS)
 
 
-def _left(root, trained: dict, untrained: dict):
+def _left(root, trained: dict, untrained: dict, frnpf: float = 20.0):
     """A reduced-scale figure3_left.csv: stage -> per-seed accuracies, trained and untrained."""
     d = root / "figure3-reduced"
     d.mkdir(parents=True, exist_ok=True)
     pd.DataFrame([{"stage": k, "source_epoch": k, "seed": s, "flnpf_best_test_acc": trained[k][s],
-                   "flnpf_untrained_acc": untrained[k][s], "relu_best_test_acc": 27.0, "frnpf_ii_best_test_acc": 25.0}
+                   "flnpf_untrained_acc": untrained[k][s], "relu_best_test_acc": 27.0, "frnpf_ii_best_test_acc": frnpf}
                   for k in trained for s in range(len(trained[k]))]).to_csv(d / "figure3_left.csv", index=False)
     from gatelab.papers.npf import verdicts
     return verdicts.figure3_left(root).verdict
 
 
 def test_figure3_left_needs_a_rise_of_2_se_that_the_untrained_nets_do_not_show(tmp_path):
+    """Fig 3 left's two claims (the stages rise; FLNPF-1 above FRNPF) and the untrained control shown equivalent:
+    confirmed; a noisy rise is not shown; a fall is contradicted; untrained nets that rise too leave it not shown;
+    FLNPF-1 below FRNPF-II leaves it not shown."""
     flat = {1: [10.0, 10.2, 9.9], 2: [10.1, 9.8, 10.0], 3: [9.9, 10.1, 10.0]}
     rising = {1: [24.0, 25.0, 24.5], 2: [26.0, 26.5, 27.0], 3: [28.0, 29.0, 28.5]}
-    assert _left(tmp_path / "a", rising, flat).startswith("qualitative: agrees")
+    assert _left(tmp_path / "a", rising, flat).startswith("qualitative: confirmed")
     noisy = {1: [24.0, 29.0, 24.5], 2: [26.0, 26.5, 27.0], 3: [25.0, 29.0, 26.0]}  # +0.8 at a s.e. of 2: not shown
-    assert _left(tmp_path / "b", noisy, flat).startswith("qualitative: differs")
-    assert _left(tmp_path / "c", rising, rising).startswith("qualitative: no evidence")  # the untrained nets rise too
+    assert _left(tmp_path / "b", noisy, flat).startswith("qualitative: not shown")
+    falling = {1: [28.0, 29.0, 28.5], 2: [26.0, 26.5, 27.0], 3: [24.0, 25.0, 24.5]}
+    assert _left(tmp_path / "c", falling, flat).startswith("qualitative: contradicted")
+    assert _left(tmp_path / "d", rising, rising).startswith("qualitative: not shown")  # the untrained nets rise too
+    assert _left(tmp_path / "e", rising, flat, frnpf=24.5).startswith("qualitative: not shown")  # FLNPF-1 ≈ FRNPF
 
 
 def test_frg_gram_entries_follow_eq_5():
