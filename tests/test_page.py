@@ -81,14 +81,14 @@ def test_a_table2_verdict_follows_from_its_csv(tmp_path):
     root = _copy(tmp_path, "table2-mnist-full")
     row = table2_fc(root)
     assert row.verdict.startswith("borderline: 10 of 10 within, 2 only by the 0.5 floor") and \
-        page.outcome(row) == "borderline" and "FC adam DLNPF (β=4) 2.2 paper-std" in row.verdict
+        page.outcome(row) == "not shown" and "FC adam DLNPF (β=4) 2.2 paper-std" in row.verdict
     csv = root / "table2-mnist-full" / "table2.csv"
     df = pd.read_csv(csv)
     floor = (df.optimizer == "adam") & df.regime.isin(["dlnpf", "flnpf"])
     df.loc[floor, "mean"] = df.loc[floor, "paper_mean"]
     df.to_csv(csv, index=False)
     row = table2_fc(root)
-    assert row.verdict.startswith("10 of 10 within") and page.outcome(row) == "agrees"
+    assert row.verdict.startswith("10 of 10 within") and page.outcome(row) == "confirmed"
     csv = root / "table2-mnist-full" / "table2.csv"
     df = pd.read_csv(csv)
     i = df.index[(df.optimizer == "sgd") & (df.regime == "relu")][0]
@@ -96,7 +96,7 @@ def test_a_table2_verdict_follows_from_its_csv(tmp_path):
     df.loc[i, "diff"] = 1.0
     df.to_csv(csv, index=False)
     row = table2_fc(root)
-    assert row.verdict.startswith("9 of 10 within") and page.outcome(row) == "differs"
+    assert row.verdict.startswith("9 of 10 within") and page.outcome(row) == "contradicted"
     assert "off by 11.1 paper-std: Δ +1.00" in row.ours
 
 
@@ -153,21 +153,22 @@ def test_a_recipes_report_step_renders_the_page_after_its_reports(tmp_path, monk
     assert recipes.run_figures_and_reports(r, "test") == []
     text = (tmp_path / "outputs" / "reports" / "README.md").read_text()
     (line,) = [ln for ln in text.splitlines() if ln.startswith("| Fig 10 (experiment 8) |")]
-    assert "[dgn-figures](dgn-figures/)" in line and "**agrees**" in line
+    # its verdict; uncommitted and without a record of its runs, it is not counted (issue #54)
+    assert "[dgn-figures](dgn-figures/)" in line and "qualitative: confirmed" in line and "**rule after results**" in line
 
 
 def test_the_tally_counts_each_experiment_once_and_no_identity_check_as_agreement():
     """An experiment two papers show is one result; a test-suite identity check is not evidence."""
     from gatelab.papers import page
     from gatelab.papers.rows import Item, Row
-    agree = Row("paper", verdict="qualitative: agrees (test: x)")
+    agree = Row("paper", verdict="qualitative: confirmed (test: x)")
     got = [(Item("001", "Fig A", "a", None), agree),
            (Item("002", "Fig B", "same as A", None), Row("paper", verdict=agree.verdict, shared=True)),
            (Item("001", "Props", "identities", None), Row("test", verdict="checked by the test suite")),
-           (Item("002", "Fig C", "c", None), Row("paper", verdict="qualitative: differs (test: y)"))]
+           (Item("002", "Fig C", "c", None), Row("paper", verdict="qualitative: contradicted (test: y)"))]
     text = page.render(got=got)
     assert "Of the 2 experiments with a result, each counted once (1 items" in text
-    assert "): 1 agree, 1 differ, 0 are not comparable" in text
+    assert "): 1 confirmed, 1 contradicted, 0 not shown, 0 not comparable, 0 rule after results" in text
 
 
 def test_a_rows_run_counts_come_from_its_csv_else_its_provenance(tmp_path):
