@@ -42,9 +42,15 @@ class Target:
     least: int  # the recipe's own seeds per cell: a feature or published claim runs as many
     most: int  # the bound a price here allows (the issue's "fix the number you will run")
     why: str = ""
+    figure: tuple = ()  # a figure command that trains its own nets ("{out}", "{seed}": its folder, the held-out seed)
+    report: str = ""  # a figure target's report folder (under outputs/reports/)
 
 
 TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of machine)
+    Target("routing-toy", "", "", tuple(("003", i) for i in ("Fig 3", "Fig 4e-f", "Fig 4g-h", "Fig 5b", "Fig 5c",
+                                                             "Fig 6")), 1, 1,
+           "about 20 s: one held-out seed draws every net of the toy figures (Fig 5b is an ODE: the same numbers)",
+           ("gatelab.papers.routing", "toy", "--out", "{out}", "--seed", "{seed}"), "routing-toy"),
     Target("dgn-figure5", "dgn-figure5", "reduced", (("002", "Fig 5"),), 3, 5, "3 min at 3 seeds"),
     Target("races", "races", "paper", tuple(("004", i) for i in (
         "Table 1 (Appendix G)", "Fig 1", "Fig 3a", "Fig 3b", "Fig 4", "Fig 5", "Fig 8")), 5, 5,
@@ -60,7 +66,6 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
 )
 NOT_BUILT = {  # items whose runs are made by figure commands with their seeds fixed in code: no seed option yet
     "dgn-figures": "Figs 1-4, 6-8, 10 of paper 002 (dgn/figures.py, figure10.py seed their nets in code)",
-    "routing-toy": "paper 003's toy Figs 3-6 (routing/toy_experiments.py seeds in code)",
     "races-appendix": "paper 004's Fig 7 (races/appendix.py: --seeds of probe draws, not of trained nets)",
     "figure3": "paper 001's Fig 3 (npf/figure3.py: seeds in its scale table)",
 }
@@ -182,6 +187,13 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
     for t in targets:
         run, per = seeds_of(t, need)
         declared = _declared(t)
+        if t.figure:
+            seed = min((int(c["from"]) for c in declared), default=HELD_OUT)
+            lines += [f"{t.name}: python -m {' '.join(t.figure).format(out=f'{REPORTS_ROOT}/{t.report}', seed=seed)}; "
+                      f"items: {', '.join(i for _, i in t.items)}",
+                      f"  seed {seed} ({'declared in the claims' if declared else 'NOT YET DECLARED: --design'}); not "
+                      f"priced by the plan: {t.why}", *per]
+            continue
         r, block = recipe_of(t, data)
         waves = recipes.plan_recipe(r, check=False)
         steps = [s for w in waves for s in w]
@@ -193,12 +205,35 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
     return "\n".join(lines)
 
 
+def run_figure(t: Target) -> int:
+    """A figure target: its command on the first held-out seed, into outputs/reports/confirm/<report>, and the
+    ``runs.csv`` of that one attempt (its start, commit and tree state), which the figure's own nets stand for."""
+    import subprocess
+    import time
+    import pandas as pd
+    from gatelab.core.results import git_commit, git_tree
+    from gatelab.papers.preregistration import COLUMNS, RUNS
+    seed, out = min(int(c["from"]) for c in _declared(t)), Path(REPORTS_ROOT) / t.report
+    started, commit, dirty = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_commit(), git_tree().get("git_dirty")
+    argv = [a.replace("{out}", str(out)).replace("{seed}", str(seed)) for a in t.figure]
+    print("$ python -m " + " ".join(argv), flush=True)
+    code = subprocess.call([sys.executable, "-m", *argv])
+    if code == 0:
+        pd.DataFrame([{"run": f"{t.report}/seed{seed}", "seed": seed, "status": "completed", "started_at": started,
+                       "commits": commit, "dirty": dirty if dirty is not None else True}],
+                     columns=COLUMNS).to_csv(out / RUNS, index=False)
+        print(f"wrote {out / RUNS}")
+    return code
+
+
 def run(t: Target, data: Optional[str], jobs: int = 1) -> int:
     from gatelab.launch import recipes
     if not _declared(t):
         print(f"gatelab confirm: {t.name}: no confirm block declared in its claims (python -m gatelab confirm "
               "--design, then commit, first)", file=sys.stderr)
         return 2
+    if t.figure:
+        return run_figure(t)
     r, block = recipe_of(t, data)
     waves = recipes.plan_recipe(r)
     print(recipes.describe(r, waves, t.scale), flush=True)

@@ -39,6 +39,7 @@ def main(argv=None) -> None:
     plotting.add_replot(sub, {"reduced": None, "paper": None})
     tp = sub.add_parser("toy", help="Figs 3-6: the toy task and XoR against the reduced ODEs (about 20 s)")
     tp.add_argument("--out", type=Path, required=True)
+    tp.add_argument("--seed", type=int, default=0, help="the seed of every random initialisation (default 0)")
     fp = sub.add_parser("features", help="cache the CIFAR backbone features of a config; print the backbone's accuracy")
     fp.add_argument("overrides", nargs="*", help="config overrides (dataset.routing.M=..., dataset.limit_train=...)")
     bp = sub.add_parser("backbone", help="train a ResNet-20 backbone (akamaster's recipe) into the data root, "
@@ -73,8 +74,9 @@ def main(argv=None) -> None:
         return
     started = plotting.now()
     if args.what == "toy":
-        print((args.out / "toy_summary.json").read_text() if write_toy(args.out) else "")
-        plotting.write_provenance(args.out, "gatelab.papers.routing", argv, {"toy": "paper parameters"}, started)
+        print((args.out / "toy_summary.json").read_text() if write_toy(args.out, args.seed) else "")
+        plotting.write_provenance(args.out, "gatelab.papers.routing", argv, {"toy": "paper parameters",
+                                                                              "seed": args.seed}, started)
         return
     df = write_table(args.runs, args.out, args.command, args.keep)
     print((args.out / "routing.md").read_text())

@@ -327,7 +327,7 @@ def write_table(runs_dir: Path, out: Path, command: str = "", keep: bool = False
     return df
 
 
-def write_toy(out: Path) -> dict:
+def write_toy(out: Path, seed: int = 0) -> dict:
     """Figs 3-6: the toy routing task and XoR against the reduced ODEs (:mod:`gatelab.papers.routing.toy`);
     writes the figures and ``toy_summary.json``."""
     import json
@@ -338,7 +338,7 @@ def write_toy(out: Path) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny float64 nets: one thread is 7x faster here, and the sums keep one order
     try:
-        res = routing_toy.run_all()
+        res = routing_toy.run_all(seed=seed)
         routing_toy.figures(out, res)
     finally:
         torch.set_num_threads(threads)
