@@ -90,6 +90,7 @@ def main(argv=None) -> None:
     f2.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figure2-nets"))
     f10 = sub.add_parser("figure10", help="Figure 10 (experiment 8): a deep linear network on one example (seconds)")
     f10.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
+    f10.add_argument("--seed", type=int, default=0, help="the seed of the nets' weights (default 0)")
     _figures1_4_options(f14)
     for p, scales in ((f14, FRG_SCALES), (f78, FIG7_SCALES)):
         p.add_argument("--scale", default="quick", choices=sorted(scales))
@@ -116,8 +117,8 @@ def main(argv=None) -> None:
     if args.what == "figure2":
         return figure2_nets(args, argv, started)
     if args.what == "figure10":
-        print(figure10(args.out).to_string(index=False))
-        return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, EXP8, started)
+        print(figure10(args.out, seed=args.seed).to_string(index=False))
+        return plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, {**EXP8, "seed": args.seed}, started)
     if args.what == "figures1-4":
         if args.fill_backwards:
             return _fill_backwards(args)

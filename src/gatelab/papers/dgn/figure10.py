@@ -14,12 +14,12 @@ from gatelab.papers.plotting import plt
 EXP8 = dict(depths=[2, 4, 6, 8, 10], w=100, runs=5, steps=60, rate=0.81)
 
 
-def exp8_data(scale: dict = EXP8) -> pd.DataFrame:
+def exp8_data(scale: dict = EXP8, seed: int = 0) -> pd.DataFrame:
     """Experiment 8 (paper 002, appendix): a DLN (all gates 1), d_in = n = 1, (x, y) = (1, 1), width w,
     weights ±σ with σ² = 1/w (Assumption 1), full-batch GD at α = 0.1/d on ½e². Corollary 8.1:
     E[K0] = d(wσ²)^(d−1) = d, so the expected rate is e²_{t+1}/e²_t = (1 − αK0)² = 0.81. Per (depth,
     run, step): e²_t, the rate e²_{t+1}/e²_t, K_t, K_t/K_0 and ‖Θ_t‖ (the weights' L2 norm) and ‖Θ_t‖/‖Θ_0‖."""
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed)
     x, y, rows = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, dtype=torch.float64), []
     for d in scale["depths"]:
         alpha = 0.1 / d
@@ -90,9 +90,10 @@ def report_width(df: pd.DataFrame):
     return int(df.width.iloc[0]) if "width" in df else EXP8["w"]
 
 
-def figure10(out: Path, scale: dict = EXP8) -> pd.DataFrame:
-    """Figure 10: ``dgn_figure10.{png,pdf,csv}`` (per depth, run and step) and ``dgn_figure10_summary.csv``."""
-    df = exp8_data(scale)
+def figure10(out: Path, scale: dict = EXP8, seed: int = 0) -> pd.DataFrame:
+    """Figure 10: ``dgn_figure10.{png,pdf,csv}`` (per depth, run and step) and ``dgn_figure10_summary.csv``; ``seed``
+    draws the nets' weights."""
+    df = exp8_data(scale, seed)
     plotting.save(figure10_plot(df), df, out, "dgn_figure10")
     summ = exp8_summary(df)
     summ.to_csv(Path(out) / "dgn_figure10_summary.csv", index=False, float_format="%.6g")

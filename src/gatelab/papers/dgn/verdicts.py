@@ -65,14 +65,14 @@ def figure2(root: Path) -> Row:
     """Eq. (5)'s entries, each within SE s.e. over the random nets; judged on the largest draw of nets
     there is (the diagonal's spread is right-skewed, so 20 nets' s.e. understates its tail)."""
     rel, scale, small = _figs(root, "dgn_figure2")
-    if small is None:
-        return missing(FIGS, "`make dgn-figures FIG_SCALE=paper`")
     many = csv(root, f"{NETS}/dgn_figure2.csv")
-    df, rel = (many, NETS) if many is not None else (small, rel)
+    if small is None and many is None:
+        return missing(FIGS, "`make dgn-figures FIG_SCALE=paper`")
+    df, rel, scale = (many, NETS, "paper") if many is not None else (small, rel, scale)
     n = int(df["n"].iloc[0]) if "n" in df else 20
     z_off, z_diag, bad = _entries_within(df)
     why = ""
-    if many is not None:
+    if many is not None and small is not None:
         *_, bad20 = _entries_within(small)
         why = (f"the figures' 20 nets a depth: {len(bad20)} entr{'y' if len(bad20) == 1 else 'ies'} beyond {SE} s.e. "
                f"({'; '.join(bad20) or 'none'}); {n} nets (`python -m gatelab.papers.dgn figure2 --nets {n}`) decide")
