@@ -56,6 +56,11 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
     Target("dgn-figure2", "", "", (("002", "Fig 2"),), 1, 1, "minutes: one seed draws its 1000 nets a depth",
            ("gatelab.papers.dgn", "figure2", "--nets", "1000", "--out", "{out}", "--seed", "{seed}"),
            "dgn-figure2-nets"),
+    Target("dgn-figures1-4", "", "", (("002", "Fig 1 (experiment 1)"), ("002", "Fig 3 (experiment 1)"),
+                                      ("002", "Fig 4 (experiment 2)"), ("001", "Figs 6-7")), 1, 1,
+           "about 40 min on a CPU: fresh nets, runs 100 on of each net's seed key",
+           ("gatelab.papers.dgn", "figures1-4", "--scale", "paper", "--out", "{out}", "--seed", "{seed}"),
+           "dgn-figures-paper"),
     Target("dgn-figure5", "dgn-figure5", "reduced", (("002", "Fig 5"),), 3, 5, "3 min at 3 seeds"),
     Target("races", "races", "paper", tuple(("004", i) for i in (
         "Table 1 (Appendix G)", "Fig 1", "Fig 3a", "Fig 3b", "Fig 4", "Fig 5", "Fig 8")), 5, 5,
@@ -70,7 +75,7 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
     Target("table2-conv", "table2", "conv-reduced", (("001", "Table 2: CIFAR-10 rows"),), 5, 5, "16 h at 5 seeds"),
 )
 NOT_BUILT = {  # items whose runs are made by figure commands with their seeds fixed in code: no seed option yet
-    "dgn-figures": "Figs 1, 3, 4, 6-8 of paper 002 (dgn/figures.py seeds its nets by a hash of their key; Figs 7-8 train run.py runs with seeds in code)",
+    "dgn-figures7-8": "Figs 7-8 of paper 002 (dgn/adaptable_gates.py trains run.py runs with seeds in code)",
     "races-appendix": "paper 004's Fig 7 (races/appendix.py: --seeds of probe draws, not of trained nets)",
     "figure3": "paper 001's Fig 3 (npf/figure3.py: seeds in its scale table)",
 }

@@ -54,6 +54,8 @@ def _figures1_4_options(f14) -> None:
     f14.add_argument("--fill-backwards", action="store_true",
                      help="a second worker beside a running figures1-4 of the same --out: train its missing nets "
                           "from the last back until it meets the first's, render nothing")
+    f14.add_argument("--seed", type=int, default=0, help="the first run's index in each net's seed key (default 0; "
+                     "the confirmation's fresh nets: 100)")
     f14.add_argument("--inputs", choices=sorted(FIG4_INPUTS), default="square",
                      help="Figure 4's inputs: " + "; ".join(f"{k}: {v}" for k, v in FIG4_INPUTS.items()))
 
@@ -122,7 +124,7 @@ def main(argv=None) -> None:
     if args.what == "figures1-4":
         if args.fill_backwards:
             return _fill_backwards(args)
-        scale = FRG_SCALES[args.scale]
+        scale = {**FRG_SCALES[args.scale], **({"first_run": args.seed} if args.seed else {})}
         _print_figures1_4(figures1_4(scale, args.out, args.kinds, args.inputs))
     else:
         scale = FIG7_SCALES[args.scale]

@@ -154,9 +154,10 @@ def _one_net(kind: str, inputs: str, w: int, d: int, run: int, steps: int, parts
 
 
 def _keys(scale: dict, kind: str) -> list[tuple[int, int, int]]:
-    """(width, depth, run) of every random net of ``kind``, in the order :func:`frg_data` trains them."""
-    widths = scale["widths"] if kind == "frg" else [scale["w_galu"]]
-    return [(w, d, run) for w in widths for d in scale["depths"] for run in range(nets(scale, kind))]
+    """(width, depth, run) of every random net of ``kind``, in the order :func:`frg_data` trains them; the runs
+    from ``scale["first_run"]`` (0; the confirmation draws fresh nets from 100: each net is seeded by its key)."""
+    widths, first = (scale["widths"] if kind == "frg" else [scale["w_galu"]]), int(scale.get("first_run", 0))
+    return [(w, d, run) for w in widths for d in scale["depths"] for run in range(first, first + nets(scale, kind))]
 
 
 def fill_backwards(scale: dict, kind: str, inputs: str, parts: Path) -> int:
@@ -199,7 +200,7 @@ def frg_data(scale: dict, kind: str = "frg", inputs: str = "square",
                               for i, v in enumerate(ideal_frg_spectrum(d).tolist())])
         ideal["ecdf"] = ideal.groupby("depth")["eig"].cumsum()
         out["ideal"] = ideal
-        out["entries"] = frg_entries(scale, torch.Generator().manual_seed(0))
+        out["entries"] = frg_entries(scale, torch.Generator().manual_seed(int(scale.get("first_run", 0))))
     return out
 
 
