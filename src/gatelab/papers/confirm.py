@@ -61,6 +61,9 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
            "about 40 min on a CPU: fresh nets, runs 100 on of each net's seed key",
            ("gatelab.papers.dgn", "figures1-4", "--scale", "paper", "--out", "{out}", "--seed", "{seed}"),
            "dgn-figures-paper"),
+    Target("races-figure7", "", "", (("004", "Fig 7"),), 3, 3, "minutes: three fresh probe draws of Algorithm 1",
+           ("gatelab.papers.races", "figure7", "--data", "{data}", "--out", "{out}", "--sizes", "50,100,200,400,800",
+            "--seeds", "{seeds}"), "races-appendix"),
     Target("dgn-figure5", "dgn-figure5", "reduced", (("002", "Fig 5"),), 3, 5, "3 min at 3 seeds"),
     Target("races", "races", "paper", tuple(("004", i) for i in (
         "Table 1 (Appendix G)", "Fig 1", "Fig 3a", "Fig 3b", "Fig 4", "Fig 5", "Fig 8")), 5, 5,
@@ -215,7 +218,7 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
     return "\n".join(lines)
 
 
-def run_figure(t: Target) -> int:
+def run_figure(t: Target, data: Optional[str] = None) -> int:
     """A figure target: its command on the first held-out seed, into outputs/reports/confirm/<report>, and the
     ``runs.csv`` of that one attempt (its start, commit and tree state), which the figure's own nets stand for."""
     import subprocess
@@ -224,14 +227,18 @@ def run_figure(t: Target) -> int:
     from gatelab.core.results import git_commit, git_tree
     from gatelab.papers.preregistration import COLUMNS, RUNS
     seed, out = min(int(c["from"]) for c in _declared(t)), Path(REPORTS_ROOT) / t.report
+    n = max(int(c["seeds"]) for c in _declared(t))
+    seeds = ",".join(str(s) for s in range(seed, seed + n))
+    from gatelab.data.datasets import data_root
     started, commit, dirty = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_commit(), git_tree().get("git_dirty")
-    argv = [a.replace("{out}", str(out)).replace("{seed}", str(seed)) for a in t.figure]
+    argv = [a.replace("{out}", str(out)).replace("{seeds}", seeds).replace("{seed}", str(seed))
+            .replace("{data}", str(data_root(data))) for a in t.figure]
     print("$ python -m " + " ".join(argv), flush=True)
     code = subprocess.call([sys.executable, "-m", *argv])
     if code == 0:
-        pd.DataFrame([{"run": f"{t.report}/seed{seed}", "seed": seed, "status": "completed", "started_at": started,
-                       "commits": commit, "dirty": dirty if dirty is not None else True}],
-                     columns=COLUMNS).to_csv(out / RUNS, index=False)
+        pd.DataFrame([{"run": f"{t.report}/seed{s}", "seed": s, "status": "completed", "started_at": started,
+                       "commits": commit, "dirty": dirty if dirty is not None else True}
+                      for s in range(seed, seed + n)], columns=COLUMNS).to_csv(out / RUNS, index=False)
         print(f"wrote {out / RUNS}")
     return code
 
@@ -243,7 +250,7 @@ def run(t: Target, data: Optional[str], jobs: int = 1) -> int:
               "--design, then commit, first)", file=sys.stderr)
         return 2
     if t.figure:
-        return run_figure(t)
+        return run_figure(t, data)
     r, block = recipe_of(t, data)
     waves = recipes.plan_recipe(r)
     print(recipes.describe(r, waves, t.scale), flush=True)
