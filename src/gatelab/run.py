@@ -172,7 +172,8 @@ def _record(hc, cfg, jobs: list) -> bool:
     folder, written only when the plan trains something: a refused command, a plan or a skipped rerun leaves a
     run folder's bytes as they were (issue #56)."""
     from omegaconf import OmegaConf
-    if not any(r.steps for job in jobs if job.features is None for r in plan.runs_left(job)):
+    forced = any(c.get("force") for job in jobs for c, _ in job.entries)  # force=true retrains a finished run
+    if not forced and not any(r.steps for job in jobs if job.features is None for r in plan.runs_left(job)):
         return False
     d = Path(hc.runtime.output_dir) / ".hydra"
     d.mkdir(parents=True, exist_ok=True)
