@@ -79,7 +79,6 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
 )
 NOT_BUILT = {  # items whose runs are made by figure commands with their seeds fixed in code: no seed option yet
     "dgn-figures7-8": "Figs 7-8 of paper 002 (dgn/adaptable_gates.py trains run.py runs with seeds in code)",
-    "races-appendix": "paper 004's Fig 7 (races/appendix.py: --seeds of probe draws, not of trained nets)",
     "figure3": "paper 001's Fig 3 (npf/figure3.py: seeds in its scale table)",
 }
 
@@ -202,8 +201,9 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
         declared = _declared(t)
         if t.figure:
             seed = min((int(c["from"]) for c in declared), default=HELD_OUT)
-            lines += [f"{t.name}: python -m {' '.join(t.figure).format(out=f'{REPORTS_ROOT}/{t.report}', seed=seed)}; "
-                      f"items: {', '.join(i for _, i in t.items)}",
+            n = max((int(c["seeds"]) for c in declared), default=t.least)
+            argv = _figure_argv(t, Path(REPORTS_ROOT) / t.report, seed, n, data)
+            lines += [f"{t.name}: python -m {shlex.join(argv)}; items: {', '.join(i for _, i in t.items)}",
                       f"  seed {seed} ({'declared in the claims' if declared else 'NOT YET DECLARED: --design'}); not "
                       f"priced by the plan: {t.why}", *per]
             continue
@@ -218,6 +218,15 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
     return "\n".join(lines)
 
 
+def _figure_argv(t: Target, out: Path, seed: int, n: int, data: Optional[str]) -> list[str]:
+    """A figure target's command with its placeholders filled: {out}, {seed} (the first held-out seed), {seeds}
+    (the n seeds from it, comma-joined) and {data} (the data root)."""
+    from gatelab.data.datasets import data_root
+    seeds = ",".join(str(s) for s in range(seed, seed + n))
+    return [a.replace("{out}", str(out)).replace("{seeds}", seeds).replace("{seed}", str(seed))
+            .replace("{data}", str(data_root(data))) for a in t.figure]
+
+
 def run_figure(t: Target, data: Optional[str] = None) -> int:
     """A figure target: its command on the first held-out seed, into outputs/reports/confirm/<report>, and the
     ``runs.csv`` of that one attempt (its start, commit and tree state), which the figure's own nets stand for."""
@@ -228,11 +237,8 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
     from gatelab.papers.preregistration import COLUMNS, RUNS
     seed, out = min(int(c["from"]) for c in _declared(t)), Path(REPORTS_ROOT) / t.report
     n = max(int(c["seeds"]) for c in _declared(t))
-    seeds = ",".join(str(s) for s in range(seed, seed + n))
-    from gatelab.data.datasets import data_root
     started, commit, dirty = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_commit(), git_tree().get("git_dirty")
-    argv = [a.replace("{out}", str(out)).replace("{seeds}", seeds).replace("{seed}", str(seed))
-            .replace("{data}", str(data_root(data))) for a in t.figure]
+    argv = _figure_argv(t, out, seed, n, data)
     print("$ python -m " + " ".join(argv), flush=True)
     code = subprocess.call([sys.executable, "-m", *argv])
     if code == 0:
