@@ -16,7 +16,9 @@ def test_every_figure_targets_command_has_its_placeholders_filled(tmp_path):
         if any("{seeds}" in a for a in t.figure):
             assert "100,101,102" in argv
         if any("{data}" in a for a in t.figure):
-            assert str(tmp_path / "data") in argv
+            assert any(str(tmp_path / "data") in a for a in argv)
+        if t.runs:  # a figure that trains run.py runs trains them below outputs/confirm/, never beside others
+            assert any(a.endswith(f"{confirm.RUNS_ROOT}/{t.runs}") for a in argv), (t.name, argv)
 
 
 def test_the_targets_cover_distinct_items_and_the_not_built_list_names_none_of_them():
@@ -25,3 +27,28 @@ def test_the_targets_cover_distinct_items_and_the_not_built_list_names_none_of_t
     assert not set(confirm.NOT_BUILT) & set(names)
     items = [i for t in confirm.TARGETS for i in t.items]
     assert len(items) == len(set(items))
+
+
+def test_a_figure_targets_rows_join_the_report_record_and_name_the_files_it_wrote(tmp_path, monkeypatch):
+    """Two targets render into one report: each one's rows replace only its own earlier rows, and ``for`` names the
+    files its command wrote (what pre-registration reads for each item)."""
+    import pandas as pd
+    from gatelab.papers.preregistration import COLUMNS, RUNS, standing_for
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(confirm, "REPORTS_ROOT", str(tmp_path / "reports"))
+    monkeypatch.setattr(confirm, "_declared", lambda t: [{"from": 100, "seeds": 1}])
+    writes = {"a": "fig_a.csv", "b": "fig_b.csv"}
+
+    def call(argv):  # the figure command: writes its file into --out
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / writes[argv[-1]]).write_text("x\n1\n")
+        return 0
+    monkeypatch.setattr("subprocess.call", lambda argv: call(argv))
+    targets = {k: confirm.Target(k, "", "", (), 1, 1, figure=("m", "--out", "{out}", k), report="shared")
+               for k in writes}
+    for k in ("a", "b", "a"):
+        assert confirm.run_figure(targets[k]) == 0
+    df = pd.read_csv(tmp_path / "reports" / "shared" / RUNS)
+    assert list(df.columns) == COLUMNS and sorted(df.run) == ["a/seed100", "b/seed100"]
+    assert list(standing_for(df, "fig_b.csv").run) == ["b/seed100"]

@@ -132,7 +132,23 @@ def test_write_runs_records_every_attempt_of_a_run(tmp_path):
         "version": 1, "status": "completed", "seed": 100, "config": {}, "history": [{}],
         "attempts": [{"at": "2026-12-01T11:00:00Z", "commit": "aaaaaaa", "dirty": False},
                      {"at": "2026-12-01T12:00:00Z", "commit": "bbbbbbb", "dirty": True}]}))
-    df = pd.read_csv(pre.write_runs([tmp_path / "runs"], tmp_path / "report"), dtype={"commits": str})
-    assert df.to_dict("records") == [{"run": "runs/x/seed100-abc", "seed": 100, "status": "completed",
-                                      "started_at": "2026-12-01T11:00:00Z", "commits": "aaaaaaa;bbbbbbb",
-                                      "dirty": True}]
+    df = pd.read_csv(pre.write_runs([tmp_path / "runs"], tmp_path / "report"), dtype={"commits": str, "for": str})
+    assert df.fillna("").to_dict("records") == [{"run": "runs/x/seed100-abc", "seed": 100, "status": "completed",
+                                                 "started_at": "2026-12-01T11:00:00Z", "commits": "aaaaaaa;bbbbbbb",
+                                                 "dirty": True, "for": ""}]
+
+
+def test_a_shared_report_dates_each_file_by_the_runs_that_made_it(repo):
+    """Several commands render into one report (paper 002's Figs 1-4, 7-8 and 10): a run made before the claim for
+    another file of the report does not spoil this one's, and one made for this file does."""
+    c = _head(repo)
+    early = {"run": "fig10/seed100", "seed": 100, "status": "completed", "started_at": "2026-11-30T11:00:00Z",
+             "commits": c, "dirty": False, "for": "other.csv"}
+    fresh = {"run": "table/seed100", "seed": 100, "status": "completed", "started_at": "2026-12-01T11:00:00Z",
+             "commits": c, "dirty": False, "for": "table.csv"}
+    assert not _report(repo, pd.DataFrame([early, fresh], columns=pre.COLUMNS)).after
+    mine = {**early, "for": "other.csv;table.csv"}
+    reg = _report(repo, pd.DataFrame([mine, fresh], columns=pre.COLUMNS), date="2026-12-02T11:00:00Z")
+    assert reg.after and "fig10/seed100: started 2026-11-30" in reg.text()
+    unnamed = {**early, "for": None}  # a row that names no file stands behind every file of the report
+    assert _report(repo, pd.DataFrame([unnamed, fresh], columns=pre.COLUMNS), date="2026-12-02T12:00:00Z").after

@@ -44,6 +44,7 @@ class Target:
     why: str = ""
     figure: tuple = ()  # a figure command that trains its own nets ("{out}", "{seed}": its folder, the held-out seed)
     report: str = ""  # a figure target's report folder (under outputs/reports/)
+    runs: str = ""  # where a figure target's command trains run.py runs ("{runs}": outputs/confirm/<runs>): runs.csv lists them
 
 
 TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of machine)
@@ -64,6 +65,15 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
     Target("races-figure7", "", "", (("004", "Fig 7"),), 3, 3, "minutes: three fresh probe draws of Algorithm 1",
            ("gatelab.papers.races", "figure7", "--data", "{data}", "--out", "{out}", "--sizes", "50,100,200,400,800",
             "--seeds", "{seeds}"), "races-appendix"),
+    Target("figure3", "", "", (("001", "Fig 3 middle"), ("001", "Fig 3 right"), ("002", "Fig 6")), 1, 1,
+           "two runs of 30 epochs and their kernels at every epoch: under an hour on a CPU",
+           ("gatelab.papers.npf", "figure3", "--scale", "paper", "--panels", "middle", "right", "--runs", "{runs}",
+            "--out", "{out}", "seed={seed}", "data.root={data}", "progress=false"), "figure3-paper", "figure3-paper"),
+    Target("dgn-figures7-8", "", "", (("002", "Fig 7 (experiments 3-5)"), ("002", "Fig 8 (experiment 3)")), 5, 8,
+           "6 runs a seed of 100 epochs on Binary-MNIST and ν every 10 epochs: 16-80 min at 5 seeds on a CPU",
+           ("gatelab.papers.dgn", "figures7-8", "--scale", "paper", "--runs", "{runs}", "--out", "{out}",
+            "--seed", "{seed}", "--seeds", "{n}", "data.root={data}", "progress=false"), "dgn-figures-paper",
+           "dgn7-paper"),
     Target("dgn-figure5", "dgn-figure5", "reduced", (("002", "Fig 5"),), 3, 5, "3 min at 3 seeds"),
     Target("races", "races", "paper", tuple(("004", i) for i in (
         "Table 1 (Appendix G)", "Fig 1", "Fig 3a", "Fig 3b", "Fig 4", "Fig 5", "Fig 8")), 5, 5,
@@ -78,8 +88,8 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
     Target("table2-conv", "table2", "conv-reduced", (("001", "Table 2: CIFAR-10 rows"),), 5, 5, "16 h at 5 seeds"),
 )
 NOT_BUILT = {  # items whose runs are made by figure commands with their seeds fixed in code: no seed option yet
-    "dgn-figures7-8": "Figs 7-8 of paper 002 (dgn/adaptable_gates.py trains run.py runs with seeds in code)",
-    "figure3": "paper 001's Fig 3 (npf/figure3.py: seeds in its scale table)",
+    "figure3-left": "paper 001's Fig 3 left (npf/figure3.py: its reduced scale's seeds in the scale table; a GPU's "
+                    "paper scale)",
 }
 
 
@@ -223,13 +233,15 @@ def _figure_argv(t: Target, out: Path, seed: int, n: int, data: Optional[str]) -
     (the n seeds from it, comma-joined) and {data} (the data root)."""
     from gatelab.data.datasets import data_root
     seeds = ",".join(str(s) for s in range(seed, seed + n))
-    return [a.replace("{out}", str(out)).replace("{seeds}", seeds).replace("{seed}", str(seed))
-            .replace("{data}", str(data_root(data))) for a in t.figure]
+    return [a.replace("{out}", str(out)).replace("{seeds}", seeds).replace("{seed}", str(seed)).replace("{n}", str(n))
+            .replace("{runs}", f"{RUNS_ROOT}/{t.runs}").replace("{data}", str(data_root(data))) for a in t.figure]
 
 
 def run_figure(t: Target, data: Optional[str] = None) -> int:
-    """A figure target: its command on the first held-out seed, into outputs/reports/confirm/<report>, and the
-    ``runs.csv`` of that one attempt (its start, commit and tree state), which the figure's own nets stand for."""
+    """A figure target: its command on the held-out seeds, into outputs/reports/confirm/<report>, and its rows of
+    the report's ``runs.csv``: the run.py runs it trained (``t.runs``), else that one attempt (its start, commit and
+    tree state), which the figure's own nets stand for; ``for`` names the files it wrote (several targets share
+    a report: paper 002's Figs 1-4, 7-8 and 10)."""
     import subprocess
     import time
     import pandas as pd
@@ -239,14 +251,42 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
     n = max(int(c["seeds"]) for c in _declared(t))
     started, commit, dirty = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_commit(), git_tree().get("git_dirty")
     argv = _figure_argv(t, out, seed, n, data)
+    before = _stamps(out)
     print("$ python -m " + " ".join(argv), flush=True)
     code = subprocess.call([sys.executable, "-m", *argv])
-    if code == 0:
-        pd.DataFrame([{"run": f"{t.report}/seed{s}", "seed": s, "status": "completed", "started_at": started,
-                       "commits": commit, "dirty": dirty if dirty is not None else True}
-                      for s in range(seed, seed + n)], columns=COLUMNS).to_csv(out / RUNS, index=False)
-        print(f"wrote {out / RUNS}")
+    if code != 0:
+        return code
+    made = ";".join(sorted(k for k, v in _stamps(out).items() if before.get(k) != v))  # what this command wrote
+    if t.runs:  # the runs it trained speak for themselves: each one's seed, start, commits, tree
+        mine = pd.read_csv(write_runs([Path(RUNS_ROOT) / t.runs], out / f".{t.name}"), dtype={"commits": str})
+    else:
+        mine = pd.DataFrame([{"run": f"{t.name}/seed{s}", "seed": s, "status": "completed", "started_at": started,
+                              "commits": commit, "dirty": dirty if dirty is not None else True}
+                             for s in range(seed, seed + n)], columns=COLUMNS)
+    mine["for"] = made
+    _merge_runs(out / RUNS, mine, t)
+    print(f"wrote {out / RUNS}")
     return code
+
+
+def _stamps(out: Path) -> dict[str, int]:
+    """{a report file's CSV or JSON name: its modification time in ns}: what a figure command wrote is what changed."""
+    return {p.name: p.stat().st_mtime_ns for p in Path(out).glob("*") if p.suffix in (".csv", ".json")
+            and p.name != "runs.csv"} if Path(out).is_dir() else {}
+
+
+def _merge_runs(path: Path, mine, t: Target) -> None:
+    """Write ``mine`` into the report's runs.csv beside the rows of the other targets that render into the same
+    report (paper 002's Figs 1-4, 7-8 and 10 share dgn-figures-paper): this target's earlier rows are replaced."""
+    import shutil
+    import pandas as pd
+    from gatelab.papers.preregistration import COLUMNS
+    old = pd.read_csv(path, dtype={"commits": str}).reindex(columns=COLUMNS) if path.is_file() else \
+        pd.DataFrame(columns=COLUMNS)
+    ours = old.run.astype(str).str.startswith((f"{t.name}/", f"{t.runs}/") if t.runs else f"{t.name}/")
+    rows = [df for df in (old[~ours], mine) if len(df)]
+    (pd.concat(rows, ignore_index=True) if rows else mine)[COLUMNS].to_csv(path, index=False)
+    shutil.rmtree(path.parent / f".{t.name}", ignore_errors=True)
 
 
 def run(t: Target, data: Optional[str], jobs: int = 1) -> int:

@@ -11,6 +11,9 @@ its results, the record of the runs behind them (``runs.csv``, written by ``pyth
 - trained a seed of the claims' held-out block (``confirm: {from, seeds}``, seeds no run used before the claim:
   :data:`HELD_OUT` and up) and not a seed that a run of the same record started before the claim used;
 
+(the runs of a record that stand behind the item's results file: its ``for`` column, where several commands render
+into one report, names the files each run made; :func:`standing_for`)
+
 and the results file and ``runs.csv`` are committed as they stand, in a commit after the claims' (a claim
 committed together with its results is not before them). Anything else is **rule after results**: shown, not
 counted, with the reason; re-rendering or re-committing a report changes nothing, since the runs keep their dates,
@@ -30,7 +33,18 @@ import yaml
 
 RUNS = "runs.csv"  # the record of a report's runs, beside its results
 HELD_OUT = 100  # confirmation seeds start here: every exploratory run used seeds below (tests/test_confirm.py)
-COLUMNS = ["run", "seed", "status", "started_at", "commits", "dirty"]
+COLUMNS = ["run", "seed", "status", "started_at", "commits", "dirty", "for"]
+# "for": the report's files a run stands behind (';'-joined paths in the record's folder), where several commands
+# render into one report (paper 002's Figs 1-4, 7-8 and 10); empty: every file of the report
+
+
+def standing_for(runs: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The rows of a record that stand behind the report file ``name`` (a path relative to the record's folder):
+    those whose ``for`` names it, and those that name nothing (a record without the column names nothing)."""
+    if "for" not in runs:
+        return runs
+    names = runs["for"].fillna("").astype(str)
+    return runs[[(not n.strip()) or name in n.split(";") for n in names]]
 
 
 def _git(repo: Path, *args: str) -> Optional[str]:
@@ -200,8 +214,9 @@ def check(claims_file: Path, claim_ids: list[str], results: Path, older: str = "
     record = runs_record(results, root)
     if record is None or committed(record) is None:
         return Registration(latest, res, True, f"no committed {RUNS} dates its runs")
-    faults = run_faults(pd.read_csv(record, dtype={"commits": str}), repo, latest, block(claims_file, claim_ids),
-                        earlier(record, _when(latest[1])))
+    mine = standing_for(pd.read_csv(record, dtype={"commits": str}),
+                        str(Path(results).resolve().relative_to(record.resolve().parent)))
+    faults = run_faults(mine, repo, latest, block(claims_file, claim_ids), earlier(record, _when(latest[1])))
     if faults:
         more = f"; and {len(faults) - 2} more" if len(faults) > 2 else ""
         return Registration(latest, res, True, "; ".join(faults[:2]) + more)

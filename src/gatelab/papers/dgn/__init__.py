@@ -98,6 +98,8 @@ def main(argv=None) -> None:
         p.add_argument("--scale", default="quick", choices=sorted(scales))
         p.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
     f78.add_argument("--runs", default="outputs/dgn7", help="out_root of the training runs")
+    f78.add_argument("--seed", type=int, default=0, help="the first seed (default 0): the scale's seeds run from it")
+    f78.add_argument("--seeds", type=int, default=None, help="how many seeds (default: the scale's)")
     plotting.add_replot(sub, FRG_SCALES)
     f78.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_args(argv)
@@ -127,7 +129,8 @@ def main(argv=None) -> None:
         scale = {**FRG_SCALES[args.scale], **({"first_run": args.seed} if args.seed else {})}
         _print_figures1_4(figures1_4(scale, args.out, args.kinds, args.inputs))
     else:
-        scale = FIG7_SCALES[args.scale]
+        scale = {**FIG7_SCALES[args.scale], **({"first_seed": args.seed} if args.seed else {}),
+                 **({"seeds": args.seeds} if args.seeds else {})}
         df = figures7_8(scale, [f"out_root={args.runs}", *args.overrides], args.out)
         print(df.groupby("network")[["train_acc", "test_acc"]].max().to_string())
     plotting.write_provenance(args.out, "gatelab.papers.dgn", argv, scale, started)
