@@ -246,21 +246,21 @@ def test_a_prerequisite_is_an_earlier_wave_not_training_hidden_in_a_job(cluster,
     assert "4 runs: 4 completed" in _summary(p.stdout + p.stderr)
 
 
-def _two_wave_recipe(out, env, report):
-    """A table of two waves: FLNPF (wave 2) after the ReLU run its gates come from (wave 1); its report copies
-    the journal (json.tool), so that rendering is seen."""
+def _two_wave_recipe(out, env, report, widths=(8,)):
+    """A table of two waves: FLNPF (wave 2) after the ReLU run its gates come from (wave 1), one of each per width;
+    its report copies the journal (json.tool), so that rendering is seen."""
     from gatelab.launch.recipes import Recipe
-    runs = [["regime=flnpf", "seeds=[0]", "epochs=1", "arch.dense=[8]", "progress=false", "threads=1",
-             f"out_root={out}", f"data.root={env['GATELAB_DATA']}"]]
+    runs = [["regime=flnpf", "seeds=[0]", "epochs=1", f"arch.dense=[{w},{w}]", "progress=false", "threads=1",
+             f"out_root={out}", f"data.root={env['GATELAB_DATA']}"] for w in widths]
     return Recipe("two-wave", "FLNPF after its ReLU source", runs, reports=[["json.tool", str(out / "jobs.json"),
                                                                                 str(report)]])
 
 
-def _submitted(cluster, tmp_path, monkeypatch):
+def _submitted(cluster, tmp_path, monkeypatch, widths=(8,)):
     from gatelab.launch import recipes, submit
     for k in ("SLURM_CONF", "GATELAB_DATA"):
         monkeypatch.setenv(k, cluster[k])
-    r = _two_wave_recipe(tmp_path, cluster, tmp_path / "report.json")
+    r = _two_wave_recipe(tmp_path, cluster, tmp_path / "report.json", widths)
     waves = recipes.plan_recipe(r)
     t0 = time.time()
     entries = submit.submit(r.name, waves, [], tmp_path, submit.settings(["gpus_per_node=0", "cpus_per_task=1",
@@ -281,12 +281,23 @@ def _until(pred, timeout=300):
 def test_a_two_wave_table_is_submitted_in_one_call_and_status_follows_it_to_the_report(cluster, tmp_path, monkeypatch):
     from gatelab.launch import submit
     from gatelab.papers.reproduce import slurm_status
-    r, entries, seconds = _submitted(cluster, tmp_path, monkeypatch)
-    relu, flnpf = entries
-    assert [e.wave for e in entries] == [1, 2] and relu.job_id and flnpf.job_id and seconds < 30
-    assert flnpf.after == [relu.job_id] and not relu.after  # the second wave waits on the first
-    first = {s.entry.name: s for s in submit.status(entries)}
-    assert first[flnpf.name].state == "pending" and relu.job_id in first[flnpf.name].why, first
+    r, entries, seconds = _submitted(cluster, tmp_path, monkeypatch, widths=(8, 16))
+    assert [e.wave for e in entries] == [1, 1, 2, 2] and all(e.job_id for e in entries) and seconds < 30
+    # one job array a wave (submitit's executor.batch()), the second array after the first (afterok on the array)
+    first, second = ({e.array for e in entries if e.wave == w} for w in (1, 2))
+    assert len(first) == len(second) == 1 and first != second
+    assert sorted(e.job_id for e in entries if e.wave == 1) == [f"{a}_{i}" for a in first for i in (0, 1)]
+    assert all(e.after == sorted(first) for e in entries if e.wave == 2) and not any(e.after for e in entries[:2])
+    scripts = {p.read_text() for p in tmp_path.glob("logs/*/*_submission.sh")}
+    assert len(scripts) == 2 and all("#SBATCH --array=0-1%" in t and "#SBATCH --requeue" in t for t in scripts)
+    (then,) = [t for t in scripts if "--dependency" in t]
+    assert f"#SBATCH --dependency=afterok:{min(first)}" in then and "#SBATCH --kill-on-invalid-dep=yes" in then
+    # each array's --time from its jobs' price on gpu_kind (seconds here: the shortest step of the limits)
+    assert all(e.price_s is not None and e.minutes == submit.minutes(e.price_s, submit.settings([])) for e in entries)
+    assert all(any(f"#SBATCH --time={e.minutes}" in t for t in scripts) for e in entries), scripts
+    relu, flnpf = entries[0], entries[2]
+    now = {s.entry.name: s for s in submit.status(entries)}
+    assert now[flnpf.name].state == "pending" and relu.array in now[flnpf.name].why, now
     assert (tmp_path / "jobs.json").is_file() and not (tmp_path / "report.json").exists()
     assert slurm_status(r, tmp_path, "test") == 3  # queued or running: no report yet
     _until(lambda: all(s.state == "done" for s in submit.status(submit.load_journal(tmp_path))))
@@ -315,3 +326,53 @@ def test_a_failed_prerequisite_leaves_its_dependents_unrun_and_reported(cluster,
     out = capsys.readouterr().out
     assert "1 failed, 1 not run" in out and "not run" in out
     assert not list(tmp_path.glob("runs/*/flnpf/seed0*/results.json"))  # the dependent never started
+
+
+def test_a_job_that_meets_its_time_limit_requeues_resumes_and_ends_as_if_uninterrupted(cluster, tmp_path, monkeypatch):
+    """Issue #57 §1: a recipe's job on a real 3-minute limit (``--slurm-set timeout_min=3 signal_delay_s=60``:
+    SLURM sends USR2 60 s before it, at a minute's resolution, after submitit's handler is in place): submitit
+    calls the job's checkpoint, run.py stops at a checkpoint, the job requeues (SLURM's Restarts) and resumes; its
+    history and weights equal an uninterrupted run's, trained beside it. The run is sized from a measured epoch to
+    outlast the first instance; once the job has requeued its limit is raised, so that it finishes."""
+    import torch
+    from gatelab.launch import recipes, submit
+    for k in ("SLURM_CONF", "GATELAB_DATA"):
+        monkeypatch.setenv(k, cluster[k])
+    probe = _run([*LONG, "seed=0", "epochs=3", f"out_root={tmp_path / 'probe'}"], cluster)
+    assert probe.returncode == 0, probe.stderr
+    per_epoch = max(h["seconds"] for h in json.loads(next(tmp_path.glob("probe/runs/*/relu/seed0-*/results.json"))
+                                                     .read_text())["history"])
+    epochs = max(40, int(200 / per_epoch))  # about 200 s of training: past the first instance's signal (60-120 s in)
+    over = [*LONG, "seed=0", f"epochs={epochs}", "checkpoint_minutes=0.05"]
+    ref = subprocess.Popen([sys.executable, str(ROOT / "run.py"), *over, f"out_root={tmp_path / 'local'}"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cluster, cwd=ROOT)
+    r = recipes.Recipe("limit", "a run longer than its time limit",
+                       [[*over, f"out_root={tmp_path / 'slurm'}", f"data.root={cluster['GATELAB_DATA']}"]])
+    (entry,) = submit.submit(r.name, recipes.plan_recipe(r), [], tmp_path / "journal", submit.settings(
+        ["gpus_per_node=0", "cpus_per_task=1", "mem_gb=2", "timeout_min=3", "signal_delay_s=60", "max_num_timeout=3"]))
+    assert entry.minutes == 3
+    (script,) = tmp_path.glob("journal/logs/*/*_submission.sh")
+    assert "#SBATCH --time=3" in script.read_text() and "#SBATCH --signal=USR2@60" in script.read_text()
+
+    def requeued():
+        return _restarts(cluster, entry.job_id) >= 1
+    _until(requeued, 400)
+    time.sleep(REQUEUE_SETTLE_S)  # then start it at once, not after SLURM's two-minute BeginTime
+    subprocess.run(["scontrol", "update", f"JobId={entry.job_id}", "TimeLimit=30", "StartTime=now"], env=cluster,
+                   check=True)
+    _until(lambda: submit.status([entry])[0].state in ("done", "failed", "lost"), 600)
+    logs = "".join(p.read_text() for p in tmp_path.glob("journal/logs/*/*.out"))
+    assert submit.status([entry])[0].state == "done", logs[-3000:]
+    assert "this job is timed-out" in logs and "Calling checkpoint method" in logs, logs[-3000:]
+    (results,) = tmp_path.glob("slurm/runs/*/relu/seed0-*/results.json")
+    res = json.loads(results.read_text())
+    assert res["status"] == "completed" and res["resumes"] >= 1 and res["resumed_from_epoch"] >= 1
+    assert ref.wait(timeout=600) == 0, ref.stderr.read()
+    (local,) = tmp_path.glob("local/runs/*/relu/seed0-*/results.json")
+    assert _history(results) == _history(local)
+    mine, theirs = (torch.load(p.parent / "ckpt" / "last.pt", map_location="cpu", weights_only=False)["model"]
+                    for p in (results, local))
+    assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+    print(f"time limit: job {entry.job_id} ({epochs} epochs, {per_epoch:.2f} s each) met its 3-minute limit, "
+          f"requeued {_restarts(cluster, entry.job_id)} time(s), resumed from epoch {res['resumed_from_epoch']}; "
+          "history and weights equal to the uninterrupted run's")

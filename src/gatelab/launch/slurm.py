@@ -1,6 +1,6 @@
-"""SLURM through submitit (``hydra/launcher=cluster``, the launcher class in
-``hydra_plugins.gatelab_slurm``): before submitting, check that some node of the partition can hold
-one job as requested.
+"""SLURM through submitit's public API (``hydra/launcher=cluster``, the launcher class in
+``hydra_plugins.gatelab_slurm``; the recipe path is :mod:`gatelab.launch.submit`): before submitting, check that
+some node of the partition can hold one job as requested; while a sweep runs, follow its jobs (:func:`wait_for`).
 
 Without the check, a request no node can satisfy (say the default 8 CPUs and 32 GB on a smaller
 node) sits in the queue as ``PD (PartitionConfig)`` forever, and nothing says why. With it, the
@@ -8,11 +8,10 @@ sweep stops before submitting anything, naming the keys to change.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import subprocess
-import sys
+import time
 from typing import Optional
 
 from gatelab.core.config import ConfigError
@@ -75,85 +74,40 @@ def signal_window(params: dict) -> Optional[str]:
             "Leave a minute or more (a longer timeout_min or a shorter signal_delay_s).")
 
 
-def job_state(job_id: str) -> str:
-    """``JobState`` and ``Reason`` of a job as ``scontrol`` reports them (kept ``MinJobAge`` seconds
-    after it ends), without accounting; '?' when it no longer knows the job."""
-    try:
-        shown = subprocess.run(["scontrol", "-o", "show", "job", str(job_id)], capture_output=True, text=True,
-                               timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-    fields = dict(f.split("=", 1) for f in shown.split() if "=" in f)
-    return f"{fields.get('JobState', '?')} (reason {fields.get('Reason', '?')})" if fields else "?"
-
-
-def _scontrol(*args: str) -> str:
-    try:
-        return subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def accounting_enabled() -> bool:
-    """Whether ``sacct`` can answer: the cluster stores accounting (slurmdbd)."""
-    return "accounting_storage/none" not in _scontrol("show", "config")
-
-
-def sacct_compat(job_ids: list[str]) -> str:
-    """What ``sacct -o JobID,State,NodeList --parsable2 -j <ids>`` prints, from ``scontrol`` (which
-    knows a job until ``MinJobAge`` seconds after it ends): for clusters without accounting, where
-    submitit would otherwise never learn that a job was cancelled."""
-    lines = ["JobID|State|NodeList"]
-    for jid in job_ids:
-        for line in _scontrol("-o", "show", "job", str(jid)).splitlines():
-            f = dict(x.split("=", 1) for x in line.split() if "=" in x)
-            array, task = f.get("ArrayJobId"), f.get("ArrayTaskId")
-            if array and task and task != "(null)":
-                job = f"{array}_[{task}]" if "-" in task or "," in task else f"{array}_{task}"
-            else:
-                job = f.get("JobId", "")
-            lines.append(f"{job}|{f.get('JobState', 'UNKNOWN')}|{f.get('NodeList', '')}")
-    return "\n".join(lines) + "\n"
-
-
-@contextlib.contextmanager
-def report_unfinished_jobs(out_root: str):
-    """While a sweep waits for its SLURM jobs: a job that ends without a result (cancelled, killed,
-    out of requeues) is recorded in the sweep's journal as failed, with SLURM's state as the reason,
-    and the sweep goes on waiting for the others, so that its summary lists every job. On a cluster
-    without accounting, submitit polls :func:`sacct_compat` instead of ``sacct``."""
+def wait_for(jobs: list, out_root: str, poll_s: float = 2.0, grace_s: float = 30.0) -> list:
+    """The Hydra returns of a sweep's submitit jobs (submitit's public ``Job``: ``job_id``, ``paths.result_pickle``,
+    ``results()``), waiting on the login node as Hydra's launchers do. A job's state comes from SLURM
+    (:func:`gatelab.launch.submit.states`: ``squeue``, then ``sacct`` or ``scontrol`` where accounting does not
+    answer), so a job that ends without a result (cancelled, killed, out of requeues) is seen on any cluster; it is
+    recorded in the sweep's journal as failed with SLURM's state as the reason, and the sweep goes on waiting for the
+    others, so that its summary lists every job. ``results()`` is called only once a job's result file is there."""
     from hydra.core.utils import JobReturn, JobStatus
-    from submitit.core import core, utils
-    from submitit.slurm import slurm as submitit_slurm
-
-    real, real_command = core.Job.results, submitit_slurm.SlurmInfoWatcher._make_command
-    compat = not accounting_enabled()
-
-    def make_command(watcher):
-        command = real_command(watcher)
-        if command is None or not compat:
-            return command
-        ids = [command[i + 1] for i, c in enumerate(command) if c == "-j"]
-        return [sys.executable, "-m", "gatelab.launch.slurm", "sacct", *ids]
-
-    def results(job):
-        try:
-            return real(job)
-        except utils.UncompletedJobError as e:
+    from gatelab.launch.submit import LIVE, states
+    out: dict[int, object] = {}
+    ended_at: dict[int, float] = {}
+    while len(out) < len(jobs):
+        known = states([str(j.job_id) for i, j in enumerate(jobs) if i not in out])
+        for i, job in enumerate(jobs):
+            if i in out:
+                continue
             overrides = list(job.submission().args[0])
-            reason = f"SLURM job {job.job_id} ended without a result: {job_state(job.job_id)}; {str(e).splitlines()[0]}"
+            if job.paths.result_pickle.exists():
+                try:
+                    out[i] = job.results()[0]
+                    continue
+                except Exception as e:  # the job's own error, or submitit's "timed-out too many times"
+                    reason = f"SLURM job {job.job_id} ended without a result: {str(e).splitlines()[0]}"
+            else:
+                state, why = known.get(str(job.job_id), ("", ""))
+                if state in LIVE:
+                    ended_at.pop(i, None)
+                    continue
+                if time.monotonic() - ended_at.setdefault(i, time.monotonic()) < grace_s and state in ("", "COMPLETED"):
+                    continue  # its result file may still be on its way (a shared file system)
+                reason = f"SLURM job {job.job_id} ended without a result: {state or 'unknown to SLURM'} (reason {why or '?'})"
             log.error("%s (%s)", reason, " ".join(overrides))
             sweep.record(out_root, "job " + " ".join(overrides), "failed", reason)
-            return [JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)]
-
-    core.Job.results, submitit_slurm.SlurmInfoWatcher._make_command = results, make_command
-    try:
-        yield
-    finally:
-        core.Job.results, submitit_slurm.SlurmInfoWatcher._make_command = real, real_command
-
-
-if __name__ == "__main__":  # python -m gatelab.launch.slurm sacct <job ids>: see sacct_compat
-    if sys.argv[1:2] != ["sacct"]:
-        raise SystemExit("usage: python -m gatelab.launch.slurm sacct <job id> ...")
-    sys.stdout.write(sacct_compat(sys.argv[2:]))
+            out[i] = JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)
+        if len(out) < len(jobs):
+            time.sleep(poll_s)
+    return [out[i] for i in range(len(jobs))]

@@ -52,13 +52,16 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--scale", default=None, help="one of the recipe's scales (default: its first)")
     rp.add_argument("--dry-run", action="store_true", help="print the jobs in waves and their cost; train nothing")
     rp.add_argument("--jobs", type=_positive, default=1, help="jobs at once on this machine (one CPU thread each when several; one job alone takes every core)")
-    rp.add_argument("--slurm", action="store_true", help="queue every job on SLURM at once, each after its "
-                    "prerequisites, and return (gatelab.launch.submit)")
+    rp.add_argument("--slurm", action="store_true", help="queue every job on SLURM at once as job arrays, each "
+                    "after the arrays of its prerequisites, each with the time limit of its price, and return "
+                    "(gatelab.launch.submit)")
     rp.add_argument("--status", action="store_true", help="the recipe's SLURM jobs: done, running, pending, failed, "
                     "with the time left; renders the reports once every run is done")
     rp.add_argument("--slurm-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a SLURM request setting over conf/hydra/launcher/cluster.yaml and conf/local/site.yaml "
-                    "(partition, account, qos, gpus_per_node, cpus_per_task, mem_gb, timeout_min, ...)")
+                    "(partition, account, gpus_per_node, cpus_per_task, mem_gb, timeout_min: the longest limit, "
+                    "time_margin, gpu_kind: the cost entry that prices the limits, ...) or any sbatch option "
+                    "(constraint=a100, gres=..., exclude=..., qos=...)")
     rp.add_argument("--report-only", action="store_true", help="render the report from the runs on disk")
     rp.add_argument("--epochs", type=int, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
     rp.add_argument("--seeds", default=None, help="these seeds (e.g. 0,1) instead of the experiments'")
