@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -124,49 +125,26 @@ def _relabel(raw: torch.Tensor) -> torch.Tensor:
 
 
 def clusters(v: torch.Tensor, tau: float, linkage: str = "single") -> torch.Tensor:
-    """Cluster labels (d,) from cosine similarity ≥ τ between rows of v (§5, Fig. 3, App. G).
+    """Cluster labels (d,) from cosine similarity ≥ τ between rows of v (§5, Fig. 3, App. G), by
+    ``scipy.cluster.hierarchy`` on the distance 1 − cos, cut at 1 − τ.
 
     ``single``: connected components of the graph with edges cos ≥ τ.
     ``complete``: agglomerative complete linkage, merging the two clusters with the largest minimum
     pairwise cosine while it is ≥ τ, so every pair within a cluster has cos ≥ τ.
     Labels are numbered by decreasing cluster size (ties: smallest member index); 0 is the largest.
     """
+    from scipy.cluster import hierarchy
+    from scipy.spatial.distance import squareform
+    if linkage not in ("single", "complete"):
+        raise ValueError(f"unknown linkage {linkage!r} (single or complete)")
     c = cosine_matrix(v)
     d = c.shape[0]
-    if d == 0:
-        return torch.zeros(0, dtype=torch.long)
-    if linkage == "single":
-        adj = c >= tau
-        adj.fill_diagonal_(True)
-        lab = torch.arange(d)
-        big = torch.full((d, d), d, dtype=torch.long)
-        while True:  # min label over neighbours, then pointer jumping, until a fixed point
-            new = torch.where(adj, lab[None, :], big).min(1).values
-            new = new[new]
-            if torch.equal(new, lab):
-                break
-            lab = new
-        return _relabel(lab)
-    if linkage == "complete":
-        s = c.clone()
-        s.fill_diagonal_(-math.inf)
-        lab = torch.arange(d)
-        alive = torch.ones(d, dtype=torch.bool)
-        while True:
-            flat = int(torch.argmax(s))
-            i, j = divmod(flat, d)
-            if not s[i, j] >= tau:
-                break
-            i, j = min(i, j), max(i, j)
-            # linkage of the merged cluster to every other = min of the two (complete linkage)
-            row = torch.minimum(s[i], s[j])
-            s[i], s[:, i] = row, row
-            s[i, i] = -math.inf
-            s[j], s[:, j] = -math.inf, -math.inf
-            alive[j] = False
-            lab[lab == j] = i
-        return _relabel(lab)
-    raise ValueError(f"unknown linkage {linkage!r} (single or complete)")
+    if d < 2:
+        return torch.zeros(d, dtype=torch.long)
+    dist = (1.0 - c).numpy()  # fl(1 − x) falls as x rises: cos ≥ τ exactly when 1 − cos ≤ 1 − τ
+    dist[np.diag_indices(d)] = 0.0
+    tree = hierarchy.linkage(squareform(dist, checks=False), method=linkage)
+    return _relabel(torch.from_numpy(hierarchy.fcluster(tree, t=1.0 - tau, criterion="distance")))
 
 
 def norm_product(net: OneHidden) -> torch.Tensor:
@@ -319,26 +297,16 @@ def pruned_per_neuron(mask: dict, w1_key: str = "value.hidden.0.weight",
     return (~m1).sum(1) + (~m2).sum(0)
 
 
-def _ranks(v: torch.Tensor) -> torch.Tensor:
-    """1-based ranks, ties given their average rank."""
-    s, order = torch.sort(v, stable=True)
-    _, counts = torch.unique_consecutive(s, return_counts=True)
-    end = torch.cumsum(counts, 0).to(_DT)                           # last 1-based rank of each group
-    avg = end - (counts.to(_DT) - 1) / 2
-    r = torch.empty_like(s)
-    r[order] = torch.repeat_interleave(avg, counts)
-    return r
-
-
 def spearman(a, b) -> float:
-    """Spearman rank correlation (average ranks for ties); NaN if either side is constant."""
+    """Spearman rank correlation (``scipy.stats.spearmanr``: average ranks for ties); NaN if either side is
+    constant."""
+    from scipy import stats
     a, b = _f64(a).reshape(-1), _f64(b).reshape(-1)
     if a.shape != b.shape or a.numel() < 2:
         raise ValueError("spearman needs two equally long vectors of length >= 2")
-    ra, rb = _ranks(a), _ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = ra.norm() * rb.norm()
-    return (ra @ rb / den).item() if den > 0 else math.nan
+    if bool((a == a[0]).all()) or bool((b == b[0]).all()):
+        return math.nan
+    return float(stats.spearmanr(a.numpy(), b.numpy()).statistic)
 
 
 def _patterns(w: torch.Tensor, x: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
