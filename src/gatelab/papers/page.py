@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Callable, Optional
 
-from gatelab.papers import rows as rows_mod
+from gatelab.papers import rows as rows_mod, tables
 from gatelab.papers.dgn import figures as frg, verdicts as dgn
 from gatelab.papers.npf.figure3 import MIDDLE_DENSE, MIDDLE_EXAMPLES
 from gatelab.papers.npf import verdicts as npf
@@ -132,30 +132,26 @@ def summary_lines(root: Path = REPORTS, link: str = "outputs/reports/README.md",
     """The README's table of the papers: per paper, its items by scale and verdict (from :func:`rows`)."""
     got = rows(root) if got is None else got
     out = [f"What reproduces, item by item, with the numbers: [{link}]({link}) (generated from the reports' CSVs "
-           "by `make page`). Per paper, its tables, figures and numbered experiments:", "",
-           "| paper | items | at the paper's scale: confirmed / contradicted / not shown (rule after results: read "
-           "today) | reduced or quick "
-           "only | not run | nothing to run |",
-           "|---|---|---|---|---|---|"]
+           "by `make page`). Per paper, its tables, figures and numbered experiments:", ""]
+    cells = []
     for paper in ("001", "002", "003", "004"):
         mine = [r for it, r in got if it.paper == paper]
         at = [r for r in mine if r.scale == "paper"]  # an identity check (scale test) is not agreement
         late = [outcome(replace(r, registration=None)) for r in at if outcome(r) == "rule after results"]
-        out.append(f"| {paper} {TITLES[paper]} | {len(mine)} | {len(at)}: {sum(outcome(r) == 'confirmed' for r in at)} / "
-                   f"{sum(outcome(r) == 'contradicted' for r in at)} / {sum(outcome(r) == 'not shown' for r in at)}"
-                   + (f" ({len(late)}: {late.count('confirmed')} / {late.count('contradicted')} / "
-                      f"{late.count('not shown')})" if late else "") +
-                   f" | {sum(r.scale in ('reduced', 'quick') for r in mine)} | "
-                   f"{sum(r.scale == 'none' for r in mine)} | {sum(r.scale == 'n/a' for r in mine)} |")
-    return out
+        cells.append([f"{paper} {TITLES[paper]}", len(mine),
+                      f"{len(at)}: {sum(outcome(r) == 'confirmed' for r in at)} / "
+                      f"{sum(outcome(r) == 'contradicted' for r in at)} / {sum(outcome(r) == 'not shown' for r in at)}"
+                      + (f" ({len(late)}: {late.count('confirmed')} / {late.count('contradicted')} / "
+                         f"{late.count('not shown')})" if late else ""),
+                      sum(r.scale in ('reduced', 'quick') for r in mine), sum(r.scale == 'none' for r in mine),
+                      sum(r.scale == 'n/a' for r in mine)])
+    return out + tables.lines(["paper", "items", "at the paper's scale: confirmed / contradicted / not shown (rule "
+                               "after results: read today)", "reduced or quick only", "not run", "nothing to run"],
+                              cells)
 
 
 TITLES = {"001": "Neural Path Features and Neural Path Kernel (NeurIPS 2020)", "002": "Deep Gated Networks",
           "003": "The Neural Race Reduction (ICML 2022)", "004": "It's Not a Lottery, It's a Race"}
-
-
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 CONFIRM = "confirm"  # <reports>/confirm/<report>: the confirmation runs' reports (python -m gatelab confirm)
@@ -231,9 +227,7 @@ def render(root: Path = REPORTS, got=None) -> str:
            f" ({sum(outcome(r) != 'rule after results' for r in with_result)} outside rule after results)." +
            _unregistered(with_result), ""]
     for paper in ("001", "002", "003", "004"):
-        out += [f"## Paper {paper}: {TITLES[paper]}", "",
-                "| item | what | scale | report | runs | ours | paper | verdict | outcome | claims / results | why / next |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        cells = []
         for it, r in got:
             if it.paper != paper:
                 continue
@@ -241,10 +235,11 @@ def render(root: Path = REPORTS, got=None) -> str:
             reg = (r.registration.text() if r.registration is not None else "" if r.scale == "n/a" else
                    "an identity: never counted" if r.scale == "test" else "not run" if r.scale == "none" else
                    "rule in code (not yet declared as data)")
-            out.append("| " + " | ".join(_cell(x) for x in (it.item, it.what, r.scale, link, r.runs, r.ours,
-                                                              r.paper, r.verdict, f"**{outcome(r)}**", reg,
-                                                              r.why)) + " |")
-        out.append("")
+            cells.append([it.item, it.what, r.scale, link, r.runs, r.ours, r.paper, r.verdict, f"**{outcome(r)}**",
+                          reg, r.why])
+        out += [f"## Paper {paper}: {TITLES[paper]}", "", *tables.lines(
+            ["item", "what", "scale", "report", "runs", "ours", "paper", "verdict", "outcome", "claims / results",
+             "why / next"], cells), ""]
     return "\n".join(out)
 
 

@@ -29,6 +29,13 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def lines(header: list, rows: list) -> list[str]:
+    """The lines of the Markdown table of ``rows`` (lists of cells, written as ``str`` gives them; a newline inside
+    a cell becomes a space) under ``header``: :func:`markdown` for tables built row by row."""
+    clean = [[str(c).replace("\n", " ") for c in r] for r in rows]
+    return markdown(pd.DataFrame(clean, columns=[str(h) for h in header], dtype=object)).splitlines()
+
+
 def latex(frame: pd.DataFrame, caption: str = "") -> str:
     """A booktabs table (``\\toprule``...) of the frame's cells, LaTeX's special characters escaped; a Markdown
     ``<br>`` inside a composite cell becomes a line break (``\\newline``)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gatelab.papers import claims, outcomes, report
+from gatelab.papers import claims, outcomes, report, tables
 from gatelab.papers.dgn.figures import FIG4_INPUTS, FIG4_NAMES
 from gatelab.papers.rows import Item, Row, feature, count_of, csv, first_csv, missing, nothing, runs_of, scale_of
 
@@ -308,17 +308,18 @@ ITEMS = [
 
 def figure4_block(root: Path) -> list[str]:
     """Fig 4 on experiment 2's inputs and on the unit-sphere variant: ‖e‖² ratio after the last step per depth."""
-    out = ["| inputs | network | ‖e_t‖²/‖e_0‖² after the last GD step, by depth |", "|---|---|---|"]
+    cells = []
     for name, suffix in FIG4_NAMES.items():  # the inputs each CSV was made on, worded as the figure command words them
         inputs = FIG4_INPUTS[name]
         for net in ("galu", "relu"):
             df = csv(root, f"{FIGS}/dgn_figure4_{net}{suffix}.csv")
             if df is not None:
                 final = _final(df)
-                out.append(f"| {inputs} | {'GaLU' if net == 'galu' else 'ReLU'} | "
-                           + ", ".join(f"d={d}: {v:.2g}" for d, v in final.items()) + " |")
+                cells.append([inputs, "GaLU" if net == "galu" else "ReLU",
+                              ", ".join(f"d={d}: {v:.2g}" for d, v in final.items())])
     row = figure4(root)
-    return out + ["", f"{row.ours}: {row.verdict}."]
+    return tables.lines(["inputs", "network", "‖e_t‖²/‖e_0‖² after the last GD step, by depth"], cells) + \
+        ["", f"{row.ours}: {row.verdict}."]
 
 
 def figures7_8_block(root: Path) -> list[str]:
@@ -337,8 +338,8 @@ def figures7_8_block(root: Path) -> list[str]:
         return f"{end[col]:.0f} ± {end[f'{col}_std']:.0f}"
 
     out = [f"Test accuracy (%), best of the mean curve / at epoch {int(f7.epoch.max())} ± std over seeds; ν at epoch "
-           f"{int(f8.epoch.max())} ± std over seeds.", "",
-           "| the paper says | ours | in the mean |", "|---|---|---|"]
+           f"{int(f8.epoch.max())} ± std over seeds.", ""]
+    cells = []
     for claim, a, bs in (("Exp 3: adaptable gates generalise better than GaLU with frozen gates",
                           ["soft-GaLU β=4", "soft-ReLU β=4", "ReLU"], ["GaLU frozen"]),
                          ("Exp 4: ReLU (adapting gates) better than frozen ReLU", ["ReLU"], ["frozen ReLU"]),
@@ -346,33 +347,32 @@ def figures7_8_block(root: Path) -> list[str]:
         held = all(_last(f7, x, "test_acc")[0] > _last(f7, y, "test_acc")[0] for x in a for y in bs)
         margin = min(_last(f7, x, "test_acc")[0] - _last(f7, y, "test_acc")[0] for x in a for y in bs)
         spread = max(_last(f7, n, "test_acc")[1] for n in a + bs)
-        out.append(f"| {claim} | {'; '.join(acc(n) for n in a)} against {'; '.join(acc(n) for n in bs)} | "
-                   f"{'yes' if held else 'no'}, by {100 * margin:.2f} points at the end "
-                   f"({'more' if margin > spread else 'less'} than the largest std, {100 * spread:.2f}) |")
+        cells.append([claim, f"{'; '.join(acc(n) for n in a)} against {'; '.join(acc(n) for n in bs)}",
+                      f"{'yes' if held else 'no'}, by {100 * margin:.2f} points at the end "
+                      f"({'more' if margin > spread else 'less'} than the largest std, {100 * spread:.2f})"])
     pairs = [("learned gates", "GaLU frozen"), ("soft-GaLU β=4", "GaLU frozen"), ("ReLU", "GaLU frozen")]
     held = all(f8[(f8.network == a) & (f8.epoch == f8.epoch.max())].nu.iloc[0] <
                f8[(f8.network == b) & (f8.epoch == f8.epoch.max())].nu.iloc[0] for a, b in pairs)
-    out.append(f"| Fig 8: ν_t = yᵀK̂_t⁻¹y smaller for learned / adaptable gates than frozen | learned {nu('learned gates')}, "
-               f"soft-GaLU {nu('soft-GaLU β=4')}, ReLU {nu('ReLU')} against GaLU frozen {nu('GaLU frozen')} | "
-               f"{'yes' if held else 'no'} |")
+    cells.append(["Fig 8: ν_t = yᵀK̂_t⁻¹y smaller for learned / adaptable gates than frozen",
+                  f"learned {nu('learned gates')}, soft-GaLU {nu('soft-GaLU β=4')}, ReLU {nu('ReLU')} against GaLU "
+                  f"frozen {nu('GaLU frozen')}", "yes" if held else "no"])
     if "nu_gate" in f8 and f8.nu_gate.notna().any():
-        out.append(f"| Fig 8 ii-iv (soft-GaLU's blocks) | ν(K̂ʷ) {nu('soft-GaLU β=4', 'nu_value')}, ν(Kᵃ) "
-                   f"{nu('soft-GaLU β=4', 'nu_gate_raw')} (not normalised), ν(K̂ᵃ) {nu('soft-GaLU β=4', 'nu_gate')}; "
-                   f"the whole K̂: {nu('soft-GaLU β=4')} | (the paper draws them; it states no ordering) |")
-    return out
+        cells.append(["Fig 8 ii-iv (soft-GaLU's blocks)", f"ν(K̂ʷ) {nu('soft-GaLU β=4', 'nu_value')}, ν(Kᵃ) "
+                      f"{nu('soft-GaLU β=4', 'nu_gate_raw')} (not normalised), ν(K̂ᵃ) {nu('soft-GaLU β=4', 'nu_gate')}; "
+                      f"the whole K̂: {nu('soft-GaLU β=4')}", "(the paper draws them; it states no ordering)"])
+    return out + tables.lines(["the paper says", "ours", "in the mean"], cells)
 
 
 def figure10_block(root: Path) -> list[str]:
     df = csv(root, f"{FIGS}/dgn_figure10_summary.csv")
     if df is None:
         return ["(no dgn_figure10_summary.csv)"]
-    out = [f"| depth d | K0 (mean ± std, {scale_of(root, FIGS, 'figure10').get('runs', '?')} nets) | E[K0] = d | first-step rate | mean rate until e² < 1e-20 | ideal |",
-           "|---|---|---|---|---|---|"]
-    for r in df.itertuples():
-        out.append(f"| {r.depth} | {r.K0:.2f} ± {r.K0_std:.2f} | {r.K0_ideal:g} | {r.rate_first:.3f} | {r.rate_mean:.3f} | "
-                   f"{r.rate_ideal:g} |")
+    head = ["depth d", f"K0 (mean ± std, {scale_of(root, FIGS, 'figure10').get('runs', '?')} nets)", "E[K0] = d",
+            "first-step rate", "mean rate until e² < 1e-20", "ideal"]
+    cells = [[r.depth, f"{r.K0:.2f} ± {r.K0_std:.2f}", f"{r.K0_ideal:g}", f"{r.rate_first:.3f}", f"{r.rate_mean:.3f}",
+              f"{r.rate_ideal:g}"] for r in df.itertuples()]
     row = figure10(root)
-    return out + ["", f"{row.ours}: {row.verdict}."]
+    return tables.lines(head, cells) + ["", f"{row.ours}: {row.verdict}."]
 
 
 BLOCKS = {(f"{FIGS}/SUMMARY.md", "figure4"): figure4_block, (f"{FIGS}/SUMMARY.md", "figures7-8"): figures7_8_block,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gatelab.papers import claims, outcomes, report
+from gatelab.papers import claims, outcomes, report, tables
 from gatelab.papers.races.table1 import _pm
 from gatelab.papers.rows import Item, Row, feature, count_of, csv, first_csv, missing, nothing, runs_of
 
@@ -51,13 +51,11 @@ def table1_block(root: Path) -> list[str]:
     seeds = sorted({r["n"] for r in rows})
     out = [f"Ours: mean ± std over {','.join(map(str, seeds))} seeds (ddof 0, as the paper's table); the paper: "
            "mean ± std over its runs (N=4000: one run, no std). Verdict by the one rule: within when |ours − paper| ≤ "
-           f"max(2 paper-std, 0.5), else off by n paper-std. k: {claims.tally(ks)}; Δacc: {claims.tally(ds)}.", "",
-           "| σ₀ | N | τ | k ours | k paper | k verdict | Δacc ours | Δacc paper | Δacc verdict |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        k, d = r["k"], r["dacc"]
-        out.append(f"| {r['sigma0']:g} | {r['N']} | {r['tau']:.2f} | {_pm(k[0], k[1])} | {_pm(k[2], k[3])} | "
-                   f"{k[4].text} | {_pm(d[0], d[1])} | {_pm(d[2], d[3])} | {d[4].text} |")
+           f"max(2 paper-std, 0.5), else off by n paper-std. k: {claims.tally(ks)}; Δacc: {claims.tally(ds)}.", ""]
+    out += tables.lines(["σ₀", "N", "τ", "k ours", "k paper", "k verdict", "Δacc ours", "Δacc paper", "Δacc verdict"],
+                        [[f"{r['sigma0']:g}", r["N"], f"{r['tau']:.2f}", _pm(r["k"][0], r["k"][1]),
+                          _pm(r["k"][2], r["k"][3]), r["k"][4].text, _pm(r["dacc"][0], r["dacc"][1]),
+                          _pm(r["dacc"][2], r["dacc"][3]), r["dacc"][4].text] for r in rows])
     off = [r for r in rows if r["k"][4].word == "off" or r["dacc"][4].word == "off"]
     out += ["", "Off by the rule: " + ("; ".join(
         f"σ₀={r['sigma0']:g}, N={r['N']}, τ={r['tau']:.2f}: "
@@ -254,10 +252,9 @@ def _isolation_table(df) -> list[str]:
     cells = [(n, t) for n in (200, 800) for t in (0.95, 0.99) if ((df.N == n) & (df.tau == t)).any()]
     paper = {c: PAPER_TABLE1[(1e-5, c[0])][c[1]][:2] for c in cells}  # (k mean, std)
     out = ["Each choice changed alone from our default, on the same 5 seeds: k (Δk); **bold**: within the paper's k "
-           "by the one rule (|ours − paper| ≤ max(2 paper-std, 0.5)).", "",
-           "| choice | " + " | ".join(f"N={n} τ={t:.2f} (paper {paper[(n, t)][0]:g} ± {paper[(n, t)][1]:g})"
-                                      for n, t in cells) + " |", "|---|" + "---|" * len(cells)]
-    reached, everywhere = {}, []
+           "by the one rule (|ours − paper| ≤ max(2 paper-std, 0.5)).", ""]
+    head = ["choice", *(f"N={n} τ={t:.2f} (paper {paper[(n, t)][0]:g} ± {paper[(n, t)][1]:g})" for n, t in cells)]
+    reached, everywhere, lines = {}, [], []
     for (choice, variant), g in df.groupby(["choice", "variant"], sort=False):
         g = g.set_index(["N", "tau"])
         words = []
@@ -270,10 +267,10 @@ def _isolation_table(df) -> list[str]:
             reached.setdefault(c, []).extend([f"{variant} ({k:.1f})"] if within and choice != "default" else [])
             txt = f"{k:.1f}" + ("" if choice == "default" else f" ({dk:+.1f})")
             words.append(f"**{txt}**" if within else txt)
-        out.append(f"| {choice}: {variant} | " + " | ".join(words) + " |")
+        lines.append([f"{choice}: {variant}", *words])
         if all(w.startswith("**") for w in words):
             everywhere.append(f"{choice}: {variant}")
-    out += ["", f"Within at all {len(cells)} cells: {', '.join(everywhere) or 'no choice and no pair run'}. "
+    out += tables.lines(head, lines) + ["", f"Within at all {len(cells)} cells: {', '.join(everywhere) or 'no choice and no pair run'}. "
             "Within the paper's k by a choice: " + "; ".join(
         f"N={n} τ={t:.2f}: " + (", ".join(reached.get((n, t), [])) or "none") for n, t in cells) + "."]
     return out
