@@ -73,3 +73,12 @@ def test_the_migrated_tables_render_the_committed_reports_byte_for_byte():
     for rel in ("routing-isolation", "routing-isolation-leaky"):
         iso = pd.read_csv(REPORTS / rel / "isolation.csv")
         assert table(render(iso, [], "x")) == table((REPORTS / rel / "isolation.md").read_text())
+
+
+def test_a_table_built_row_by_row_is_the_one_renderers_pipe_table():
+    """tables.lines: the cells as str gives them, a cell's own bar escaped, a newline a space, empty cells kept and
+    an empty table its header alone (what the hand-joined tables wrote, byte for byte)."""
+    from gatelab.papers import tables
+    assert tables.lines(["a", "b|c", "d"], [[1, "x | y", ""], [0.5, "two\nlines", None]]) == [
+        "| a | b\\|c | d |", "|---|---|---|", "| 1 | x \\| y |  |", "| 0.5 | two lines | None |"]
+    assert tables.lines(["a", "a"], []) == ["| a | a |", "|---|---|"]
