@@ -82,3 +82,22 @@ def test_a_table_built_row_by_row_is_the_one_renderers_pipe_table():
     assert tables.lines(["a", "b|c", "d"], [[1, "x | y", ""], [0.5, "two\nlines", None]]) == [
         "| a | b\\|c | d |", "|---|---|---|", "| 1 | x \\| y |  |", "| 0.5 | two lines | None |"]
     assert tables.lines(["a", "a"], []) == ["| a | a |", "|---|---|"]
+
+
+def test_paper_004s_hand_joined_tables_render_their_committed_reports_byte_for_byte():
+    """Issue #57 §3: the races tables moved to the one renderer write the committed reports' bytes from their CSVs
+    (Fig 3's lengths and composition, Fig 7 and its isolation)."""
+    import importlib
+    import pandas as pd
+    from conftest import ROOT
+    appendix = importlib.import_module("gatelab.papers.races.appendix")
+    figures = importlib.import_module("gatelab.papers.races.figures")  # the package's name is its figures() too
+    reports = ROOT / "outputs" / "reports"
+    for name, render in (("figure3_lengths", figures.lengths_md), ("figure3_composition", figures.composition_md)):
+        assert render(pd.read_csv(reports / "races" / f"{name}.csv")) == (reports / "races" / f"{name}.md").read_text()
+    for folder in ("races-appendix", "confirm/races-appendix"):
+        got = appendix.figure7_md(pd.read_csv(reports / folder / "figure7.csv"), 100000, 200, 5)
+        assert got == (reports / folder / "figure7.md").read_text(), folder
+    iso = reports / "races-appendix"
+    assert appendix.figure7_isolation_md(pd.read_csv(iso / "figure7_isolation.csv")) == \
+        (iso / "figure7_isolation.md").read_text()

@@ -23,6 +23,7 @@ from gatelab.core.config import ConfigError
 from gatelab.data.datasets import DataNotFoundError
 from gatelab.launch import costs, recipes, submit
 from gatelab.launch.recipes import Options
+from gatelab.papers import tables
 
 
 def discover() -> dict:
@@ -183,9 +184,8 @@ def listing(args) -> int:
             print(f"{name:18s} scales: {', '.join(d.scales):28s} {d.about}")
         return 0
     table = costs.load()
-    head = " | ".join(e.get("label", k) for k, e in table.items())
     targets = make_targets()
-    print(f"| `make` target | recipe, scale | runs | jobs | net-steps | {head} |\n|---|---|---|---|---|" + "---|" * len(table))
+    rows = []
     for name, d in sorted(registry.items()):
         for scale in d.scales:
             target = targets.get((name, scale)) or targets.get((name, "$(FIG_SCALE)")) or targets.get((name, None), "")
@@ -195,13 +195,14 @@ def listing(args) -> int:
             waves = recipes.plan_recipe(r, check=False)  # priced, not checked: the data need not be here
             steps = [s for w in waves for s in w] + recipes.figure_steps(r)  # and what its figure commands train
             price = costs.price([x for s in steps for x in s.priced()], table)
-            cells = " | ".join("not measured" if v is None else "not priced" if not steps else costs.duration(v)
-                               for v in price.values())
+            cells = ["not measured" if v is None else "not priced" if not steps else costs.duration(v)
+                     for v in price.values()]
             runs = sum(len(s.runs) for s in steps)
             trains = "the figure command's own" if r.figures and not steps else ""
-            runs = trains or runs
-            print(f"| {target} | {name}, {scale} | {runs} | {len(steps)} | {sum(s.steps_left for s in steps):,} "
-                  f"| {cells} |")
+            rows.append([target, f"{name}, {scale}", trains or runs, len(steps),
+                         f"{sum(s.steps_left for s in steps):,}", *cells])
+    print("\n".join(tables.lines(["`make` target", "recipe, scale", "runs", "jobs", "net-steps",
+                                  *(e.get("label", k) for k, e in table.items())], rows)))
     return 0
 
 

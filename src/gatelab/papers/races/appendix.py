@@ -20,7 +20,7 @@ from gatelab.analyses import neurons
 from gatelab.core.runs import compose, plain
 from gatelab.data.datasets import data_root
 from gatelab.nets.regimes import build_model
-from gatelab.papers import plotting, report
+from gatelab.papers import plotting, report, tables
 from gatelab.papers.plotting import plt
 from gatelab.papers.races.table1 import _data
 
@@ -127,11 +127,12 @@ def figure7_md(df: pd.DataFrame, probes: int, max_iter: int, patience: int) -> s
     inside = int(((s["mean"] >= lo) & (s["mean"] <= hi)).sum())
     lines = ["# Paper 004, Fig 7: stable cells against N (Appendix D, Algorithm 1)", "",
              f"M={probes} probes, T_max={max_iter}, patience {patience}; binary CIFAR-10 training sets "
-             "(`+experiment=race`, first N/4 of each source class); mean ± std over the seeds' probe draws.", "",
-             "| N | class 1 alignment | class 2 alignment |", "|---|---|---|"]
+             "(`+experiment=race`, first N/4 of each source class); mean ± std over the seeds' probe draws.", ""]
+    rows = []
     for n, g in s.groupby("N"):
         cell = {r.sign: f"{r['mean']:.1f} ± {r['std']:.1f}" for _, r in g.iterrows()}
-        lines.append(f"| {n} | {cell.get(1, '—')} | {cell.get(-1, '—')} |")
+        rows.append([n, cell.get(1, "—"), cell.get(-1, "—")])
+    lines += tables.lines(["N", "class 1 alignment", "class 2 alignment"], rows)
     capped = int(df.capped.sum())
     lines += ["", f"{inside} of {len(s)} means lie in the paper's {lo}-{hi} (§3: \"K_stable = 10^1-10^2\")."
               + (f" {capped} of {len(df)} counts stopped at T_max, not on the plateau." if capped else ""), ""]
@@ -195,16 +196,16 @@ def figure7_isolation_md(df: pd.DataFrame) -> str:
              "One choice changed at a time from our default (" + next(iter(FIG7_CHOICES))[1] + f"); probe draw "
              f"{report.joined(df.seed)}; class 1 / class 2: the two alignments of the outgoing weights. The paper "
              f"(§3): \"K_stable = 10^1-10^2\" for its CIFAR-10 datasets. Count: the last n_t (App. D's n_prev at the "
-             "break); in brackets the plateau's first n_t where it differs.", "",
-             "| choice | variant | " + " | ".join(f"N={n} class {1 if sg == 1 else 2}" for n, sg in cols)
-             + f" | in {lo}-{hi} |", "|---|---|" + "---|" * (len(cols) + 1)]
+             "break); in brackets the plateau's first n_t where it differs.", ""]
+    rows = []
     for (choice, variant), g in df.groupby(["choice", "variant"], sort=False):
         g = g.set_index(["N", "sign"])
         cell = lambda k: "—" if k not in g.index else f"{g.loc[k].stable_cells}" + (  # noqa: E731
             f" ({g.loc[k].plateau_start})" if g.loc[k].plateau_start != g.loc[k].stable_cells else "") + (
             " (T_max)" if g.loc[k].capped else "")
-        lines.append(f"| {choice} | {variant} | " + " | ".join(cell(k) for k in cols)
-                     + f" | {int(g.in_paper_range.sum())} of {len(g)} |")
+        rows.append([choice, variant, *(cell(k) for k in cols), f"{int(g.in_paper_range.sum())} of {len(g)}"])
+    lines += tables.lines(["choice", "variant", *(f"N={n} class {1 if sg == 1 else 2}" for n, sg in cols),
+                           f"in {lo}-{hi}"], rows)
     lines += ["", figure7_isolation_summary(df), ""]
     return "\n".join(lines)
 

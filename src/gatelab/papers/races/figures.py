@@ -13,7 +13,7 @@ import torch
 
 from gatelab.analyses import neurons, pruning
 from gatelab.core import checkpoints
-from gatelab.papers import plotting, report
+from gatelab.papers import plotting, report, tables
 from gatelab.papers.plotting import plt
 from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, SPARSITIES, drop_step, loss_curve, main_lr, net_at, run_data, scan, step_checkpoints
 
@@ -216,15 +216,20 @@ def figure3_lengths(runs, out: Path) -> pd.DataFrame:
     a = a[a.groupby(["sigma0", "d", "N"]).epochs.transform("nunique") > 1]
     if not len(a):
         return a
+    a.to_csv(Path(out) / "figure3_lengths.csv", index=False)
+    (Path(out) / "figure3_lengths.md").write_text(lengths_md(a))
+    return a
+
+
+def lengths_md(a: pd.DataFrame) -> str:
+    """``figure3_lengths.md`` from its CSV's rows (a row per final network)."""
     s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).k_end.agg(list).reset_index()
     lines = ["k at τ=0.95 of the final networks (mean ± std over seeds, ddof 1; seeds in brackets) for the cells "
-             "trained at more than one length; the figures show the 100-epoch runs.", "",
-             "| σ₀ | d | N | epochs | steps | k (τ=0.95) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r.sigma0:g} | {r.d} | {r.N} | {r.epochs} | {r.steps} | "
-              f"{report.fmt(*report.mean_std(r.k_end))} ({len(r.k_end)}) |" for r in s.itertuples()]
-    a.to_csv(Path(out) / "figure3_lengths.csv", index=False)
-    (Path(out) / "figure3_lengths.md").write_text("\n".join(lines) + "\n")
-    return a
+             "trained at more than one length; the figures show the 100-epoch runs.", ""]
+    lines += tables.lines(["σ₀", "d", "N", "epochs", "steps", "k (τ=0.95)"],
+                          [[f"{r.sigma0:g}", r.d, r.N, r.epochs, r.steps,
+                            f"{report.fmt(*report.mean_std(r.k_end))} ({len(r.k_end)})"] for r in s.itertuples()])
+    return "\n".join(lines) + "\n"
 
 
 def figure3_composition(runs, out: Path) -> pd.DataFrame:
@@ -234,21 +239,27 @@ def figure3_composition(runs, out: Path) -> pd.DataFrame:
     a = _k_end(_ends(runs))
     if not len(a):
         return a
+    a.to_csv(Path(out) / "figure3_composition.csv", index=False)
+    (Path(out) / "figure3_composition.md").write_text(composition_md(a))
+    return a
+
+
+def composition_md(a: pd.DataFrame) -> str:
+    """``figure3_composition.md`` from its CSV's rows (a row per final network)."""
     s = a.groupby(["sigma0", "d", "N", "epochs", "steps"]).agg(list).reset_index()
     lines = ["What k counts in the final networks (mean ± std over seeds, ddof 1): the clusters at τ=0.95 (k); "
              "those of one neuron (singletons), the share of Σ_α a_α, a_α = ‖w1_α‖‖w2_α‖, they hold, their ‖w1‖ "
              "over the net's median and their cosine to the nearest other neuron (medians in a net, means over "
              "seeds); and the fewest clusters that together hold 99% of Σ a_α (k_99). Fig 3a shows σ₀=1e-5 at 100 "
-             "epochs; the other lengths are the equal-steps and epoch checks.", "",
-             "| σ₀ | d | N | epochs | steps | seeds | k (τ=0.95) | singletons | their share of Σa | their ‖w1‖ / "
-             "median | their nearest cos | k_99 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.sigma0:g} | {r.d} | {r.N} | {r.epochs} | {r.steps} | {len(r.k_end)} | "
-              f"{report.fmt(*report.mean_std(r.k_end))} | {report.fmt(*report.mean_std(r.singletons))} | "
-              f"{np.mean(r.singleton_share):.1e} | {_mean(r.singleton_w1, '.3f')} | {_mean(r.singleton_cos, '.2f')} | "
-              f"{report.fmt(*report.mean_std(r.k_99))} |" for r in s.itertuples()]
-    a.to_csv(Path(out) / "figure3_composition.csv", index=False)
-    (Path(out) / "figure3_composition.md").write_text("\n".join(lines) + "\n")
-    return a
+             "epochs; the other lengths are the equal-steps and epoch checks.", ""]
+    lines += tables.lines(["σ₀", "d", "N", "epochs", "steps", "seeds", "k (τ=0.95)", "singletons",
+                           "their share of Σa", "their ‖w1‖ / median", "their nearest cos", "k_99"],
+                          [[f"{r.sigma0:g}", r.d, r.N, r.epochs, r.steps, len(r.k_end),
+                            report.fmt(*report.mean_std(r.k_end)), report.fmt(*report.mean_std(r.singletons)),
+                            f"{np.mean(r.singleton_share):.1e}", _mean(r.singleton_w1, ".3f"),
+                            _mean(r.singleton_cos, ".2f"), report.fmt(*report.mean_std(r.k_99))]
+                           for r in s.itertuples()])
+    return "\n".join(lines) + "\n"
 
 
 def _mean(values, spec: str) -> str:
@@ -315,13 +326,14 @@ STAT_COLUMNS = {"rho_cos_0_log_a_end": "ρ(cos δ̄ at t=0, log a end)", "rho_co
 
 def _stats_md(s: pd.DataFrame) -> str:
     """Per cell: mean ± std (ddof 1) over its seeds of each ρ, with the number of seeds it rests on."""
-    lines = ["| σ₀ | N | " + " | ".join(STAT_COLUMNS.values()) + " |", "|---|---|" + "---|" * len(STAT_COLUMNS)]
+    rows = []
     for (std, n, _), g in s.groupby(["sigma0", "N", "epochs"]):  # one epoch count per cell (main_runs)
         cells = []
         for col in STAT_COLUMNS:
             v = g[col].dropna()
             cells.append("—" if v.empty else f"{report.fmt(*report.mean_std(v.tolist()))} ({len(v)})")
-        lines.append(f"| {std:g} | {n} | " + " | ".join(cells) + " |")
+        rows.append([f"{std:g}", n, *cells])
+    lines = tables.lines(["σ₀", "N", *STAT_COLUMNS.values()], rows)
     return ("Spearman ρ per cell: mean ± std over seeds (ddof 1), the number of seeds in brackets; "
             "the figures draw each cell's first seed.\n\n" + "\n".join(lines) + "\n")
 

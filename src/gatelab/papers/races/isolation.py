@@ -22,7 +22,7 @@ from typing import Optional
 
 import pandas as pd
 
-from gatelab.papers import report
+from gatelab.papers import report, tables
 from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, Rule, cell_lines, main_lr, scan
 
 SIGMA0 = 1e-5
@@ -100,11 +100,10 @@ def render(df: pd.DataFrame, runs: list[report.Run], command: str) -> str:
            "[w1, b1, w2], inputs scaled to [−1, 1] (pm1), 100 epochs). k: mean ± std (ddof 0) over the seeds n; "
            "Δk: against the default on the same N and τ; train acc of the unmerged nets (%).", ""]
     ns = sorted(df.N.unique())
-    out += ["| choice | variant | " + " | ".join(f"N={n} τ={t:.2f}: k (Δk)" for n in ns for t in TAUS)
-            + " | " + " | ".join(f"N={n}: n, train acc" for n in ns) + " |",
-            "|---|---|" + "---|" * (len(ns) * len(TAUS) + len(ns))]
+    head = ["choice", "variant", *(f"N={n} τ={t:.2f}: k (Δk)" for n in ns for t in TAUS),
+            *(f"N={n}: n, train acc" for n in ns)]
     paper = [f"{PAPER_TABLE1.get((SIGMA0, n), {}).get(t, (math.nan,))[0]:g}" for n in ns for t in TAUS]
-    out.append("| **paper** | (Table 1) | " + " | ".join(paper) + " |" + " |" * len(ns))
+    rows = [["**paper**", "(Table 1)", *paper, *([""] * len(ns))]]
     order = {c: i for i, c in enumerate(dict.fromkeys(c for c, _ in RULES))}
     keys = sorted(df[["choice", "variant"]].drop_duplicates().itertuples(index=False),
                   key=lambda cv: (order.get(cv[0], len(order)), cv[0], cv[1]))
@@ -121,7 +120,8 @@ def render(df: pd.DataFrame, runs: list[report.Run], command: str) -> str:
                 cells.append(_k(line.k_mean, line.k_std0, line.n) + delta)
         accs = [f"{int(g.loc[(n, TAUS[0])].n)}, {g.loc[(n, TAUS[0])].acc_train:.1f}" if (n, TAUS[0]) in g.index
                 else "—" for n in ns]
-        out.append(f"| {choice} | {variant} | " + " | ".join(cells) + " | " + " | ".join(accs) + " |")
+        rows.append([choice, variant, *cells, *accs])
+    out += tables.lines(head, rows)
     out += ["", "## Provenance", *report.provenance(runs, command, [
         f"σ₀={SIGMA0:g}, d={DEFAULT['d']}, N {report.joined(df.N)}, seeds per line {report.joined(df.n)}"])]
     return "\n".join(out) + "\n"
@@ -222,11 +222,11 @@ def render_drop(df: pd.DataFrame, runs: list[report.Run], command: str) -> str:
            "the way down from its plateau (ln 2) to its end; mean ± std (ddof 0, as races/table1.md) over seeds. d=300, N=200, batch 4, "
            "SGD with momentum 0.9. The paper: \"The loss drops around t=300\" (Fig 1a; its σ₀ and loss reduction "
            "are not stated). lr 4e-3 is the default's loss summed over the batch of 4 instead of averaged (the "
-           "same updates).", "",
-           "| factor | σ₀ | lr | n | drop (10%) | half (50%) | × base | × paper's 300 |", "|---|---|---|---|---|---|---|---|"]
-    for r in df.itertuples():
-        out.append(f"| {r.factor} | {r.sigma0} | {r.lr:g} | {r.n} | {r.drop_mean:.0f} ± {r.drop_std:.0f} | "
-                   f"{r.half_mean:.0f} ± {r.half_std:.0f} | {r.vs_base:.2f} | {r.vs_paper:.2f} |")
+           "same updates).", ""]
+    out += tables.lines(["factor", "σ₀", "lr", "n", "drop (10%)", "half (50%)", "× base", "× paper's 300"],
+                        [[r.factor, r.sigma0, f"{r.lr:g}", r.n, f"{r.drop_mean:.0f} ± {r.drop_std:.0f}",
+                          f"{r.half_mean:.0f} ± {r.half_std:.0f}", f"{r.vs_base:.2f}", f"{r.vs_paper:.2f}"]
+                         for r in df.itertuples()])
     out += ["", "## Provenance", *report.provenance(runs, command, [f"N=200, d={DEFAULT['d']}, first 3000 steps traced"])]
     return "\n".join(out) + "\n"
 

@@ -321,20 +321,20 @@ def _traced_md(traced: Optional[pd.DataFrame]) -> list[str]:
            "100-epoch run). "
            "Gap: the largest |loss| difference between the two runs at the checkpoint steps they share (float32 "
            "training-time evaluation against float64 checkpoints; a larger gap would mean they trained different "
-           "steps). Paper: \"drops around t=300\".", "",
-           "| σ₀ | N | n | window | drop (10%) every step: mean ± std [min–max] | on the checkpoint grid | "
-           "half-way (50%) | gap |", "|---|---|---|---|---|---|---|---|"]
+           "steps). Paper: \"drops around t=300\".", ""]
+    cells = []
     for (std, n), g in traced.groupby(["sigma0", "N"], sort=True):
         d = g.drop_step.dropna()
         half = g.half_step.dropna()
         span = (f" [{int(d.min())}–{int(d.max())}]" if len(d) else "") + \
             (f", {len(g) - len(d)} before the window" if len(d) < len(g) else "")
-        out.append(f"| {std:g} | {n} | {len(g)} | {report.joined(g.window)} | "
-                   f"{_pm(*report.mean_std(list(d), 0), digits=0, n=len(d))}{span} | "
-                   f"{_pm(g.grid_drop_step.mean(), None, 0)} | "
-                   f"{_pm(half.mean(), None, 0) if len(half) == len(g) else 'after the window'} | "
-                   f"{g.max_gap_vs_checkpoints.max():.1e} |")
-    return out
+        cells.append([f"{std:g}", n, len(g), report.joined(g.window),
+                      f"{_pm(*report.mean_std(list(d), 0), digits=0, n=len(d))}{span}",
+                      _pm(g.grid_drop_step.mean(), None, 0),
+                      _pm(half.mean(), None, 0) if len(half) == len(g) else "after the window",
+                      f"{g.max_gap_vs_checkpoints.max():.1e}"])
+    return out + tables.lines(["σ₀", "N", "n", "window", "drop (10%) every step: mean ± std [min–max]",
+                               "on the checkpoint grid", "half-way (50%)", "gap"], cells)
 
 
 def _stable_md(stable: Optional[dict], main: pd.DataFrame) -> list[str]:
@@ -342,11 +342,12 @@ def _stable_md(stable: Optional[dict], main: pd.DataFrame) -> list[str]:
     out: list[str] = []
     if stable:
         out += ["", "Stable cells of the training set (Appendix D, Algorithm 1, 1000 probes; both alignments of the "
-                "outgoing weights) beside the clusters k at τ=0.99 (σ₀=1e-5):", "",
-                "| N | stable cells (class 1 / class 2) | k@0.99 |", "|---|---|---|"]
+                "outgoing weights) beside the clusters k at τ=0.99 (σ₀=1e-5):", ""]
+        cells = []
         for n, (a, b) in sorted(stable.items()):
             k = main[(main.N == n) & (main.sigma0 == 1e-5) & (main.tau == 0.99)].k_mean
-            out.append(f"| {n} | {a} / {b} | {_pm(k.iloc[0], None) if len(k) else '—'} |")
+            cells.append([n, f"{a} / {b}", _pm(k.iloc[0], None) if len(k) else "—"])
+        out += tables.lines(["N", "stable cells (class 1 / class 2)", "k@0.99"], cells)
     return out
 
 
@@ -355,15 +356,16 @@ def _checks_md(df: pd.DataFrame) -> list[str]:
     out: list[str] = []
     checks = df[(df.sigma0 == 1e-5) & (df.N == 200) & (df.d == DEFAULT["d"]) & ~df.main]
     if len(checks):
-        out += ["", "## Checks on the cell N=200, σ₀=1e-5 (inputs and length)", "",
-                "| normalize | epochs | n | train acc | test acc | dead neurons | loss drop (10%) | "
-                + " | ".join(f"k@{t:.2f}" for t in TAUS) + " |", "|---|---|---|---|---|---|---|" + "---|" * len(TAUS)]
+        out += ["", "## Checks on the cell N=200, σ₀=1e-5 (inputs and length)", ""]
         ref = df[(df.sigma0 == 1e-5) & (df.N == 200) & df.main]
+        cells = []
         for (norm, ep), cell in pd.concat([ref, checks]).groupby(["normalize", "epochs"], sort=True):
             line = cell.iloc[0]
             ks = [_pm(c.k_mean, c.k_std0, n=c.n) for _, c in cell.sort_values("tau").iterrows()]
-            out.append(f"| {norm} | {ep} | {int(line.n)} | {line.acc_train:.1f} | {line.acc_test:.1f} | "
-                       f"{_pm(line.dead, None)} | {_pm(line.drop_step, None, 0)} | " + " | ".join(ks) + " |")
+            cells.append([norm, ep, int(line.n), f"{line.acc_train:.1f}", f"{line.acc_test:.1f}", _pm(line.dead, None),
+                          _pm(line.drop_step, None, 0), *ks])
+        out += tables.lines(["normalize", "epochs", "n", "train acc", "test acc", "dead neurons", "loss drop (10%)",
+                             *(f"k@{t:.2f}" for t in TAUS)], cells)
     return out
 
 
