@@ -52,3 +52,13 @@ def test_a_figure_targets_rows_join_the_report_record_and_name_the_files_it_wrot
     df = pd.read_csv(tmp_path / "reports" / "shared" / RUNS)
     assert list(df.columns) == COLUMNS and sorted(df.run) == ["a/seed100", "b/seed100"]
     assert list(standing_for(df, "fig_b.csv").run) == ["b/seed100"]
+
+
+def test_every_item_with_a_result_has_a_confirmation_target():
+    """Issue #54 §3: ``confirm --dry-run`` lists, for every item of the page with a result, its seeds and price: each
+    such item belongs to a target (an identity or an item with nothing to run has none)."""
+    from gatelab.papers import page
+    covered = {i for t in confirm.TARGETS for i in t.items}
+    missing = [(it.paper, it.item) for it, r in page.rows(page.REPORTS)
+               if r.scale not in ("n/a", "test", "none") and (it.paper, it.item) not in covered]
+    assert not missing

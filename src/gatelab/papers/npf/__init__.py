@@ -42,6 +42,7 @@ def main(argv=None) -> None:
     f3.add_argument("--scale", default="quick", choices=sorted(SCALES))
     f3.add_argument("--panels", nargs="*", choices=sorted(FIGURE3), default=["middle", "right", "left"])
     f3.add_argument("--runs", default="outputs/figure3", help="out_root of the training runs")
+    f3.add_argument("--left-seeds", default=None, help="the left panel's seeds, comma-separated (default: the scale's)")
     f3.add_argument("--out", type=Path, default=Path("outputs/reports/figure3"))
     f3.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     plotting.add_replot(sub, SCALES)
@@ -57,6 +58,8 @@ def main(argv=None) -> None:
         return plotting.replot("gatelab.papers.npf", argv, args, replot)
     started = plotting.now()
     scale = SCALES[args.scale]
+    if args.left_seeds:
+        scale = {**scale, "left": {**scale["left"], "seeds": [int(x) for x in args.left_seeds.split(",")]}}
     frames = figure3(args.panels, scale, [f"out_root={args.runs}", *args.overrides], args.out)
     for panel, df in frames.items():
         print(f"figure3 {panel} ({args.scale}):\n{df.to_string(index=False)}\n")
