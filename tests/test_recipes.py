@@ -334,7 +334,8 @@ def test_priced_against_measured_groups_runs_into_their_stacks(tmp_path, capsys)
     steps = 2 * 10  # 2 epochs of 320 / 32
     priced = steps * 2 * 0.01 * costs.size(cfg) * (1 + costs.eval_share(cfg))  # no job start in a run's wall time
     assert df.priced_s.item() == pytest.approx(priced) and df.ratio.item() == pytest.approx(100.0 / priced)
-    assert "| fc | relu | 2 | 2 | 20 |" in costs.priced_text(df, "here")
+    from gatelab.papers.reproduce import priced_text
+    assert "| fc | relu | 2 | 2 | 20 |" in priced_text(df, "here")
     # a stack is what its last.pt records: two regimes of a row's family trained together share one wall time
     from gatelab.core import checkpoints
     for seed in (0, 1):

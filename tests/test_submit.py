@@ -70,7 +70,7 @@ def test_a_sweeps_jobs_are_followed_by_their_result_files_and_slurms_state(tmp_p
         if "COMPLETED" in str(got):
             late.write_text("x")  # the live job finished: its result file appears
         return got
-    monkeypatch.setattr(submit, "states", fake)
+    monkeypatch.setattr(slurm, "states", fake)
     jobs = [_Job("7_0", done, result="ok"), _Job("7_1", tmp_path / "none.pkl"),
             _Job("7_2", done, error=RuntimeError("boom\nline 2")), _Job("7_3", late, result="later")]
     out = slurm.wait_for(jobs, "root", poll_s=0, grace_s=0)

@@ -378,24 +378,3 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None, qu
                       "priced_s": priced, "measured_s": measured,
                       "ratio": measured / priced if priced else float("nan")})
     return pd.DataFrame(lines)
-
-
-def priced_text(df, device: str) -> str:
-    """:func:`priced_against_measured`'s lines as a Markdown table, grouped by what a stack trains, and
-    the whole: measured / priced (the issue's goal: within 1.5x)."""
-    cols = ["arch", "regime", "nets", "epochs", "steps", "threads", "cpu"]
-    g = df.groupby(cols, dropna=False).agg(stacks=("ratio", "size"), priced_s=("priced_s", "sum"),
-                                           measured_s=("measured_s", "sum")).reset_index()
-    from gatelab.papers.tables import lines as table_lines
-    rows = []
-    for r in g.itertuples(index=False):
-        priced = [duration(r.priced_s), duration(r.measured_s), f"{r.measured_s / r.priced_s:.2f}"] \
-            if r.priced_s == r.priced_s and r.priced_s > 0 else ["not measured", duration(r.measured_s), ""]
-        rows.append([*(getattr(r, c) for c in cols), r.stacks, *priced])
-    lines = [f"priced on {device!r} (conf/costs.yaml) against each stack's measured wall time",
-             *table_lines([*cols, "stacks", "priced", "measured", "measured / priced"], rows)]
-    known = df[df.priced_s.notna() & (df.priced_s > 0)]
-    total_p, total_m = known.priced_s.sum(), known.measured_s.sum()
-    lines.append(f"whole (the {len(known)} of {len(df)} stacks priced): priced {duration(total_p)}, measured "
-                 f"{duration(total_m)}: {total_m / total_p:.2f}x" if len(known) else "whole: nothing priced")
-    return "\n".join(lines)

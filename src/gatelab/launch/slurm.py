@@ -18,6 +18,8 @@ from gatelab.core.config import ConfigError
 from gatelab.launch import sweep
 
 log = logging.getLogger("gatelab")
+LIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "REQUEUE_HOLD",
+        "REQUEUE_FED", "STAGE_OUT", "SIGNALING")
 
 
 def cluster_nodes(partition: Optional[str] = None) -> Optional[list[dict]]:
@@ -77,12 +79,11 @@ def signal_window(params: dict) -> Optional[str]:
 def wait_for(jobs: list, out_root: str, poll_s: float = 2.0, grace_s: float = 30.0) -> list:
     """The Hydra returns of a sweep's submitit jobs (submitit's public ``Job``: ``job_id``, ``paths.result_pickle``,
     ``results()``), waiting on the login node as Hydra's launchers do. A job's state comes from SLURM
-    (:func:`gatelab.launch.submit.states`: ``squeue``, then ``sacct`` or ``scontrol`` where accounting does not
+    (:func:`states`: ``squeue``, then ``sacct`` or ``scontrol`` where accounting does not
     answer), so a job that ends without a result (cancelled, killed, out of requeues) is seen on any cluster; it is
     recorded in the sweep's journal as failed with SLURM's state as the reason, and the sweep goes on waiting for the
     others, so that its summary lists every job. ``results()`` is called only once a job's result file is there."""
     from hydra.core.utils import JobReturn, JobStatus
-    from gatelab.launch.submit import LIVE, states
     out: dict[int, object] = {}
     ended_at: dict[int, float] = {}
     while len(out) < len(jobs):
@@ -111,3 +112,40 @@ def wait_for(jobs: list, out_root: str, poll_s: float = 2.0, grace_s: float = 30
         if len(out) < len(jobs):
             time.sleep(poll_s)
     return [out[i] for i in range(len(jobs))]
+
+
+def states(job_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """{job id: (state, reason)} from ``squeue`` (live jobs), then ``sacct`` where accounting answers, else
+    ``scontrol`` (which knows an ended job for ``MinJobAge`` seconds); a job none knows is left out."""
+    ids = [i for i in job_ids if i]
+    out: dict[str, tuple[str, str]] = {}
+    if not ids or shutil.which("squeue") is None:
+        return out
+    q = _out(["squeue", "-h", "-r", "-j", ",".join(ids), "-o", "%i|%T|%r"])  # -r: an array's tasks one a line
+    for line in q.splitlines():
+        i, st, why = (line.split("|") + ["", ""])[:3]
+        out[i] = (st, why)
+    rest = [i for i in ids if i not in out]
+    if rest:
+        if accounting_enabled():
+            for line in _out(["sacct", "-n", "-X", "-P", "-j", ",".join(rest), "-o", "JobID,State,Reason"]).splitlines():
+                i, st, why = (line.split("|") + ["", ""])[:3]
+                out[i] = (st.split()[0] if st else "?", why)
+        else:
+            for i in rest:
+                f = dict(x.split("=", 1) for x in _out(["scontrol", "-o", "show", "job", i]).split() if "=" in x)
+                if f.get("JobState"):
+                    out[i] = (f["JobState"], f.get("Reason", ""))
+    return out
+
+
+def accounting_enabled() -> bool:
+    """Whether ``sacct`` can answer: the cluster stores accounting (slurmdbd)."""
+    return "accounting_storage/none" not in _out(["scontrol", "show", "config"])
+
+
+def _out(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""

@@ -50,11 +50,10 @@ import yaml
 
 from gatelab.core.config import CONF_DIR, ConfigError
 from gatelab.core.results import RESULTS, load_results
+from gatelab.launch.slurm import LIVE, check_request, cluster_nodes, signal_window, states
 
 SETTINGS = ("partition", "account", "qos", "gpus_per_node", "cpus_per_task", "mem_gb", "timeout_min",
             "signal_delay_s", "max_num_timeout", "setup", "array_parallelism", "time_margin", "gpu_kind")
-LIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "REQUEUE_HOLD",
-        "REQUEUE_FED", "STAGE_OUT", "SIGNALING")
 RECIPE_ONLY = {"time_margin": 1.5, "gpu_kind": "h100"}  # the recipe path's keys (the sweep launcher's schema lacks them)
 LIMITS = (2, 5, 10, 15, 30, 45, 60, 90, 120, 180, 240, 360, 480, 720, 960, 1440, 2880)  # minutes: the arrays' steps
 
@@ -214,7 +213,6 @@ def submit(recipe_name: str, waves: list, figures: list[list[str]], folder: Path
     :func:`gatelab.launch.recipes.plan_recipe`'s."""
     if shutil.which("sbatch") is None:
         raise ConfigError("--slurm needs SLURM's sbatch on the PATH (a cluster's login node)")
-    from gatelab.launch.slurm import check_request, cluster_nodes, signal_window
     from gatelab.launch.recipes import RUN
     check_request(params, cluster_nodes(params.get("partition")))
     folder = Path(folder)
@@ -254,43 +252,6 @@ def submit(recipe_name: str, waves: list, figures: list[list[str]], folder: Path
             by_run.update({d: e.array for d in e.runs})
     (folder / "jobs.json").write_text(json.dumps([asdict(e) for e in out], indent=1) + "\n")
     return out
-
-
-def states(job_ids: list[str]) -> dict[str, tuple[str, str]]:
-    """{job id: (state, reason)} from ``squeue`` (live jobs), then ``sacct`` where accounting answers, else
-    ``scontrol`` (which knows an ended job for ``MinJobAge`` seconds); a job none knows is left out."""
-    ids = [i for i in job_ids if i]
-    out: dict[str, tuple[str, str]] = {}
-    if not ids or shutil.which("squeue") is None:
-        return out
-    q = _out(["squeue", "-h", "-r", "-j", ",".join(ids), "-o", "%i|%T|%r"])  # -r: an array's tasks one a line
-    for line in q.splitlines():
-        i, st, why = (line.split("|") + ["", ""])[:3]
-        out[i] = (st, why)
-    rest = [i for i in ids if i not in out]
-    if rest:
-        if accounting_enabled():
-            for line in _out(["sacct", "-n", "-X", "-P", "-j", ",".join(rest), "-o", "JobID,State,Reason"]).splitlines():
-                i, st, why = (line.split("|") + ["", ""])[:3]
-                out[i] = (st.split()[0] if st else "?", why)
-        else:
-            for i in rest:
-                f = dict(x.split("=", 1) for x in _out(["scontrol", "-o", "show", "job", i]).split() if "=" in x)
-                if f.get("JobState"):
-                    out[i] = (f["JobState"], f.get("Reason", ""))
-    return out
-
-
-def accounting_enabled() -> bool:
-    """Whether ``sacct`` can answer: the cluster stores accounting (slurmdbd)."""
-    return "accounting_storage/none" not in _out(["scontrol", "show", "config"])
-
-
-def _out(argv: list[str]) -> str:
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 @dataclass

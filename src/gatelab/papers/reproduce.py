@@ -173,7 +173,7 @@ def priced_against_measured(args) -> int:
     if df.empty:
         print(f"gatelab: no completed runs below {', '.join(map(str, args.roots))}", file=sys.stderr)
         return 2
-    print(costs.priced_text(df, args.device))
+    print(priced_text(df, args.device))
     return 0
 
 
@@ -221,3 +221,23 @@ def main(argv=None) -> int:
     except (ConfigError, DataNotFoundError, FileNotFoundError) as e:
         print(f"gatelab: {e}", file=sys.stderr)
         return 2
+
+
+def priced_text(df, device: str) -> str:
+    """:func:`priced_against_measured`'s lines as a Markdown table, grouped by what a stack trains, and
+    the whole: measured / priced (the issue's goal: within 1.5x)."""
+    cols = ["arch", "regime", "nets", "epochs", "steps", "threads", "cpu"]
+    g = df.groupby(cols, dropna=False).agg(stacks=("ratio", "size"), priced_s=("priced_s", "sum"),
+                                           measured_s=("measured_s", "sum")).reset_index()
+    rows = []
+    for r in g.itertuples(index=False):
+        priced = [costs.duration(r.priced_s), costs.duration(r.measured_s), f"{r.measured_s / r.priced_s:.2f}"] \
+            if r.priced_s == r.priced_s and r.priced_s > 0 else ["not measured", costs.duration(r.measured_s), ""]
+        rows.append([*(getattr(r, c) for c in cols), r.stacks, *priced])
+    lines = [f"priced on {device!r} (conf/costs.yaml) against each stack's measured wall time",
+             *tables.lines([*cols, "stacks", "priced", "measured", "measured / priced"], rows)]
+    known = df[df.priced_s.notna() & (df.priced_s > 0)]
+    total_p, total_m = known.priced_s.sum(), known.measured_s.sum()
+    lines.append(f"whole (the {len(known)} of {len(df)} stacks priced): priced {costs.duration(total_p)}, measured "
+                 f"{costs.duration(total_m)}: {total_m / total_p:.2f}x" if len(known) else "whole: nothing priced")
+    return "\n".join(lines)

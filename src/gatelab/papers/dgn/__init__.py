@@ -73,6 +73,12 @@ def _print_figures1_4(results: dict) -> None:
             print(f"K0/d entries vs ideal:\n{res['entries'].to_string(index=False)}\n")
 
 
+def _figures7_8_options(p) -> None:
+    p.add_argument("--runs", default="outputs/dgn7", help="out_root of the training runs")
+    p.add_argument("--seed", type=int, default=0, help="the first seed (default 0): the scale's seeds run from it")
+    p.add_argument("--seeds", type=int, default=None, help="how many seeds (default: the scale's)")
+
+
 def main(argv=None) -> None:
     ap, sub, t4 = report.paper_cli("python -m gatelab.papers.dgn", __doc__, "table4", "Table 4: table4.{md,csv} from the runs below --runs")
     t4.add_argument("--no-controls", action="store_true", help="skip the untrained nets (the orderings' control: "
@@ -97,9 +103,7 @@ def main(argv=None) -> None:
     for p, scales in ((f14, FRG_SCALES), (f78, FIG7_SCALES)):
         p.add_argument("--scale", default="quick", choices=sorted(scales))
         p.add_argument("--out", type=Path, default=Path("outputs/reports/dgn-figures"))
-    f78.add_argument("--runs", default="outputs/dgn7", help="out_root of the training runs")
-    f78.add_argument("--seed", type=int, default=0, help="the first seed (default 0): the scale's seeds run from it")
-    f78.add_argument("--seeds", type=int, default=None, help="how many seeds (default: the scale's)")
+    _figures7_8_options(f78)
     plotting.add_replot(sub, FRG_SCALES)
     f78.add_argument("overrides", nargs="*", help="extra config overrides for every run (e.g. data.root=...)")
     args = ap.parse_args(argv)
