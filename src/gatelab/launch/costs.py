@@ -65,11 +65,11 @@ _SEEN: dict = {}  # _measured's frames, by the state of the runs' folder
 
 
 def _measured(runs: Path, device: str, table: dict, kind: str, model: str):
-    """:func:`priced_against_measured` of this machine's runs below ``runs`` on ``device``, read once per state of
-    the folder (its results.json files' count and newest time)."""
+    """:func:`priced_against_measured` of the runs of machine ``kind``/``model`` below ``runs`` on ``device``, read once
+    per machine and state of the folder (its results.json files' count and newest time)."""
     import pandas as pd
     files = list(runs.rglob("results.json"))  # noqa: the folder's state, to read its runs once
-    state = (str(runs.resolve()), device, len(files), max((f.stat().st_mtime_ns for f in files), default=0))
+    state = (str(runs.resolve()), device, kind, model, len(files), max((f.stat().st_mtime_ns for f in files), default=0))
     if state not in _SEEN:
         df = priced_against_measured([runs], device, table, quiet=True)
         _SEEN[state] = df[(df.kind == kind) & (df.model == model)] if len(df) else pd.DataFrame()
