@@ -11,6 +11,13 @@ CPUS=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 MEM_MB=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 
+ours() {  # processes whose environment names this cluster (SLURM_CONF): what its jobs started
+  for p in $(ls /proc | grep -E '^[0-9]+$'); do
+    [ "$p" != "$$" ] && grep -qz "^SLURM_CONF=$DIR/slurm.conf$" "/proc/$p/environ" 2>/dev/null && echo "$p"
+  done
+  return 0
+}
+
 stop_pidfile() { [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true; rm -f "$1"; }
 
 down() {
@@ -18,6 +25,7 @@ down() {
   [ -S "$DIR/munge.sock" ] && munged --stop --socket="$DIR/munge.sock" >/dev/null 2>&1 || true
   stop_pidfile "$DIR/munged.pid"
   pkill -f "$DIR/spool/" 2>/dev/null || true  # job scripts that outlive their slurmstepd
+  for p in $(ours); do kill -9 "$p" 2>/dev/null || true; done  # an srun whose step a requeue aborted, and its children
   for _ in $(seq 50); do pgrep -f "$DIR/" >/dev/null || break; sleep 0.1; done
   pkill -9 -f "$DIR/" 2>/dev/null || true
   for _ in $(seq 50); do pgrep -f "$DIR/" >/dev/null || break; sleep 0.1; done
@@ -82,5 +90,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   env) echo "export SLURM_CONF=$DIR/slurm.conf" ;;
-  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+  left) ours ;;  # what still runs for this cluster (nothing after down)
+  *) echo "usage: $0 up|down|env|left" >&2; exit 2 ;;
 esac

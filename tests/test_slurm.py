@@ -44,6 +44,8 @@ def cluster(tmp_path_factory):
         subprocess.run(["bash", str(SCRIPT), "down"], env=env, timeout=120)
     left = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True).stdout
     assert not left, f"SLURM daemons still running after down: {left}"
+    jobs = subprocess.run(["bash", str(SCRIPT), "left"], capture_output=True, text=True, env=env).stdout
+    assert not jobs.split(), f"processes of this cluster's jobs still running after down: {jobs}"  # an aborted srun
 
 
 def _run(args, env, timeout=300, **kw):
