@@ -131,6 +131,27 @@ def test_words_put_this_machines_price_first(monkeypatch):
         "about 2 min on Zen 4 (the nearest entry: none for this machine; ")
 
 
+def test_a_device_without_a_price_says_so_and_about_goes_before_the_first_number(monkeypatch):
+    """The learned entry prices only the networks measured here: a recipe of another network is "not measured"
+    there, and the sentence does not read "about not measured"."""
+    from gatelab.launch import costs
+    on(monkeypatch, ZEN3)
+    text = costs.words({"h100": 60.0, "zen4": 120.0, "zen3": None}, TABLE)
+    assert text.startswith("not measured on Zen 3 (this machine), about 60 s on H100, 2 min on Zen 4")
+
+
+def test_this_machines_entry_learns_from_the_steady_time_not_from_a_pause():
+    """A run paused (or beside a busy neighbour) during a few epochs measured 11x its price on the Zen 3 here; its
+    steady time (every epoch at the median epoch's seconds, the rest of its wall time kept) is the machine's
+    speed, and the learned entry scales by it."""
+    from gatelab.launch import costs
+    epochs = [{"epoch": i, "seconds": 2.0} for i in range(9)] + [{"epoch": 9, "seconds": 1000.0}]
+    res = {"wall_time_s": 1000.0 + 9 * 2.0 + 5.0, "history": epochs}
+    assert costs.steady_seconds(res) == pytest.approx(5.0 + 10 * 2.0)
+    assert costs.steady_seconds({"wall_time_s": 7.0, "history": []}) == 7.0  # no epochs recorded: its wall time
+    assert costs.steady_seconds({"wall_time_s": 7.0, "history": [{"epoch": 0, "seconds": 9.0}]}) == 7.0
+
+
 def test_an_entrys_bf16_step_prices_runs_that_train_in_bf16(monkeypatch):
     """``<key>@bf16`` prices a bf16 run (and ``precision=auto`` on a machine where auto is bf16); fp32 runs and
     machines that emulate bf16 keep the fp32 step."""
@@ -161,7 +182,9 @@ def test_a_plan_prices_this_machine_from_its_own_completed_runs(tiny_root, tmp_p
     df = costs.priced_against_measured([tmp_path / "outputs"], base, table)
     path = tmp_path / "outputs" / "runs" / "r" / "results.json"
     r = json.loads(path.read_text())
-    r["wall_time_s"] = 3.0 * float(df.priced_s.iloc[0])  # this machine: three times the entry's price
+    priced = float(df.priced_s.iloc[0])
+    r["wall_time_s"] = 3.0 * priced  # this machine: three times the entry's price
+    r["history"] = [dict(h, seconds=3.0 * priced - 0.5) for h in r["history"]]
     path.write_text(json.dumps(r))
     mine = costs.learned(table, tmp_path / "outputs", here)
     assert mine is not None and "from 1 runs" in mine["label"] and mine["machine"]["model"] == here.model
@@ -173,3 +196,19 @@ def test_a_plan_prices_this_machine_from_its_own_completed_runs(tiny_root, tmp_p
     assert costs.for_machine({"here": mine, **table}, here)[0] == ("here", "this machine")
     other = Machine("cpu-avx2", "another CPU", False, "")
     assert costs.learned(table, tmp_path / "outputs", other) is None  # another machine's runs are not its price
+    # a second run of the same network, paused for 100x its price in one of its three epochs: its steady time is
+    # what the entry learns from (the median ratio of the two runs stays near 2x, not 30x)
+    cfg2 = make_cfg(["epochs=3", "arch.dense=[8]", "seed=1", f"out_root={tmp_path / 'outputs'}"], tiny_root)
+    train(cfg2, tmp_path / "outputs" / "runs" / "r2")
+    path2 = tmp_path / "outputs" / "runs" / "r2" / "results.json"
+    r2 = json.loads(path2.read_text())
+    for h, sec in zip(r2["history"], (1.5 * priced, 1.5 * priced, 100.0 * priced)):
+        h["seconds"] = sec
+    r2["wall_time_s"] = 103.0 * priced + 0.5
+    path2.write_text(json.dumps(r2))
+    df2 = costs.priced_against_measured([tmp_path / "outputs"], base, table)
+    paused = df2[df2.epochs == 3].iloc[0]
+    assert paused.measured_s / paused.priced_s > 40 and 1.0 < paused.steady_s / paused.priced_s < 3.0
+    again = costs.learned(table, tmp_path / "outputs", here)
+    assert "from 2 runs" in again["label"]
+    assert 1.5 < costs.price([(cfg, 100_000, 0)], {"here": again})["here"] / both[base] < 3.5

@@ -335,7 +335,9 @@ def test_priced_against_measured_groups_runs_into_their_stacks(tmp_path, capsys)
     priced = steps * 2 * 0.01 * costs.size(cfg) * (1 + costs.eval_share(cfg))  # no job start in a run's wall time
     assert df.priced_s.item() == pytest.approx(priced) and df.ratio.item() == pytest.approx(100.0 / priced)
     from gatelab.papers.reproduce import priced_text
-    assert "| fc | relu | 2 | 2 | 20 |" in priced_text(df, "here")
+    text = priced_text(df, "here")
+    assert "| fc | relu | 2 | 2 | 20 |" in text and df.steady_s.item() == 100.0  # no epoch seconds: the wall time
+    assert text.splitlines()[-1].endswith(f"steady 100 s: {100.0 / priced:.2f}x")
     # a stack is what its last.pt records: two regimes of a row's family trained together share one wall time
     from gatelab.core import checkpoints
     for seed in (0, 1):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 from typing import Optional
@@ -34,22 +35,24 @@ def learned(table: dict, runs: Path, here=None) -> Optional[dict]:
     """This machine's entry, from its own completed runs below ``runs`` (results.json's ``env.machine``: the same
     kind and model): the nearest recorded entry (:func:`for_machine`) with each network's seconds scaled by the
     median measured / priced of this machine's stacks of that network (:func:`priced_against_measured`), and only
-    those networks (another is not measured here). None without such runs."""
+    those networks (another is not measured here). A run's own speed is its steady time (:func:`steady_seconds`):
+    a pause or a busy neighbour during a few epochs is not this machine's price. None without such runs."""
     from gatelab.core.machine import detect
     here = detect("auto") if here is None else here
     base = [n for n, _ in for_machine(table, here)]
     if not base:
         return None
     df = _measured(Path(runs), base[0], table, here.kind, here.model)
-    if not len(df := df[df.ratio.notna() & (df.ratio > 0)] if len(df) else df):
+    if not len(df := df[df.steady_ratio.notna() & (df.steady_ratio > 0)] if len(df) else df):
         return None
-    ratio = df.groupby("arch").ratio.median().to_dict()
+    ratio = df.groupby("arch").steady_ratio.median().to_dict()
     entry = table[base[0]]
     scaled = {k: ([float(f"{x * ratio[_net(k)]:.4g}") for x in v] if isinstance(v, list) else
                   float(f"{v * ratio[_net(k)]:.4g}"))
               for k, v in entry.items() if _net(k) in ratio and isinstance(v, (int, float, list))}
     fixed = {k: entry[k] for k in ("start", "warmup", "epoch") if k in entry}  # per job, stack and epoch: as recorded
-    return {"machine": {"kind": here.kind, "model": here.model}, "label": f"{'CPU' if here.kind.startswith('cpu') else here.kind} here (from {len(df)} runs)",
+    return {"machine": {"kind": here.kind, "model": here.model}, "label": f"{'CPU' if here.kind.startswith('cpu') else here.kind} here (from {len(df)} runs: "
+                                                          f"{', '.join(sorted(ratio))})",
             "source": f"{base[0]}'s entry scaled by this machine's measured / priced, median per network "
                       f"({', '.join(f'{k} {v:.2f}x' for k, v in sorted(ratio.items()))}) over {len(df)} stacks",
             **fixed, **scaled}
@@ -317,14 +320,15 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
         mark = {"this machine": " (this machine)", "this kind": " (this kind of machine)",
                 "nearest": " (the nearest entry: none for this machine; `python scripts/bench.py --quick --record auto` "
                            "records one, and this machine's first completed runs price it)"}.get(how, "")
+        about = "" if any(p.startswith("about ") for p in parts) else "about "  # before the first number
         if seconds is None:
             parts.append(f"not measured on {label}{mark}")
         elif long and seconds >= 3600:
             days = f" ({seconds / 86400:,.0f} days)" if seconds >= 3 * 86400 else ""
-            parts.append(f"{seconds / 3600:,.1f} {label}-hours{days}{mark}")
+            parts.append(f"{about}{seconds / 3600:,.1f} {label}-hours{days}{mark}")
         else:
-            parts.append(f"{duration(seconds)} on {label}{mark}")
-    return "about " + ", ".join(parts) if parts else "no cost table"
+            parts.append(f"{about}{duration(seconds)} on {label}{mark}")
+    return ", ".join(parts) if parts else "no cost table"
 
 
 def _stack_of(run_dir: Path, res: dict) -> str:
@@ -338,12 +342,27 @@ def _stack_of(run_dir: Path, res: dict) -> str:
     return json.dumps(plain, sort_keys=True, default=str)
 
 
+def steady_seconds(res: dict) -> float:
+    """A run's wall time with every epoch counted at the median epoch's seconds: what it takes here when nothing
+    else does. The wall time outside the epochs (start, final evaluation) stays; an epoch slowed by a pause
+    (SIGSTOP, a laptop lid) or a neighbour on the cores is not the machine's speed. Seen on a 2-core Zen 3: a
+    1.1 s epoch took 30-90 s while another process held one core, and a run paused for 24 min measured 11x its
+    price; its median epoch measured about 1.1x. Epochs of a periodic extra (ν every 10 epochs) count at the
+    median too: the steady time is the lower of the two, and a plan's price of those extras is not learned."""
+    wall = float(res.get("wall_time_s") or 0.0)
+    secs = [float(h["seconds"]) for h in res.get("history") or [] if isinstance(h, dict) and h.get("seconds")]
+    if not secs or sum(secs) > wall:
+        return wall
+    return wall - sum(secs) + len(secs) * statistics.median(secs)
+
+
 def priced_against_measured(roots, device: str, table: Optional[dict] = None, quiet: bool = False):
     """Every completed run below ``roots`` beside its price: the runs are grouped into the stacks they
     trained in (:func:`_stack_of`; a stack's nets share its wall time), each stack priced as a plan
     prices it from scratch on ``device``'s entry (its steps, evaluation and warm-up; a job's ``start`` is
     not in a run's ``wall_time_s``) beside the longest ``wall_time_s`` of its nets. A DataFrame: one line a
-    stack, with ``priced_s``, ``measured_s`` and ``ratio`` (measured / priced)."""
+    stack, with ``priced_s``, ``measured_s`` and ``ratio`` (measured / priced), ``steady_s`` and ``steady_ratio``
+    (:func:`steady_seconds`: what this machine's entry learns from)."""
     from omegaconf import OmegaConf
     import pandas as pd
     table = load(runs=None) if table is None else table
@@ -368,6 +387,7 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None, qu
         priced = price([(c, steps, 0) for _, c, _ in runs], {device: entry})[device]
         priced = float("nan") if priced is None else priced
         measured = max(float(r.get("wall_time_s") or 0.0) for _, _, r in runs)
+        steady = max(steady_seconds(r) for _, _, r in runs)
         regimes = "+".join(dict.fromkeys(str(c.regime.name) for _, c, _ in runs))  # a family: its regimes
         lines.append({"run": str(runs[0][0].parent), "arch": key(cfg), "regime": regimes,
                       "nets": len(runs), "epochs": int(cfg.epochs), "steps": steps,
@@ -376,5 +396,6 @@ def priced_against_measured(roots, device: str, table: Optional[dict] = None, qu
                       "kind": (runs[0][2].get("env", {}).get("machine") or {}).get("kind"),
                       "model": (runs[0][2].get("env", {}).get("machine") or {}).get("model"),
                       "priced_s": priced, "measured_s": measured,
-                      "ratio": measured / priced if priced else float("nan")})
+                      "ratio": measured / priced if priced else float("nan"), "steady_s": steady,
+                      "steady_ratio": steady / priced if priced else float("nan")})
     return pd.DataFrame(lines)

@@ -228,16 +228,20 @@ def priced_text(df, device: str) -> str:
     the whole: measured / priced (the issue's goal: within 1.5x)."""
     cols = ["arch", "regime", "nets", "epochs", "steps", "threads", "cpu"]
     g = df.groupby(cols, dropna=False).agg(stacks=("ratio", "size"), priced_s=("priced_s", "sum"),
-                                           measured_s=("measured_s", "sum")).reset_index()
+                                           measured_s=("measured_s", "sum"), steady_s=("steady_s", "sum")).reset_index()
     rows = []
     for r in g.itertuples(index=False):
-        priced = [costs.duration(r.priced_s), costs.duration(r.measured_s), f"{r.measured_s / r.priced_s:.2f}"] \
-            if r.priced_s == r.priced_s and r.priced_s > 0 else ["not measured", costs.duration(r.measured_s), ""]
-        rows.append([*(getattr(r, c) for c in cols), r.stacks, *priced])
-    lines = [f"priced on {device!r} (conf/costs.yaml) against each stack's measured wall time",
-             *tables.lines([*cols, "stacks", "priced", "measured", "measured / priced"], rows)]
+        known = r.priced_s == r.priced_s and r.priced_s > 0
+        rows.append([*(getattr(r, c) for c in cols), r.stacks, costs.duration(r.priced_s) if known else "not measured",
+                     costs.duration(r.measured_s), f"{r.measured_s / r.priced_s:.2f}" if known else "",
+                     costs.duration(r.steady_s), f"{r.steady_s / r.priced_s:.2f}" if known else ""])
+    lines = [f"priced on {device!r} (conf/costs.yaml) against each stack's measured wall time, and its steady time "
+             "(every epoch at the median epoch's seconds: what this machine's entry learns from)",
+             *tables.lines([*cols, "stacks", "priced", "measured", "measured / priced", "steady", "steady / priced"],
+                           rows)]
     known = df[df.priced_s.notna() & (df.priced_s > 0)]
-    total_p, total_m = known.priced_s.sum(), known.measured_s.sum()
+    total_p, total_m, total_s = known.priced_s.sum(), known.measured_s.sum(), known.steady_s.sum()
     lines.append(f"whole (the {len(known)} of {len(df)} stacks priced): priced {costs.duration(total_p)}, measured "
-                 f"{costs.duration(total_m)}: {total_m / total_p:.2f}x" if len(known) else "whole: nothing priced")
+                 f"{costs.duration(total_m)}: {total_m / total_p:.2f}x; steady {costs.duration(total_s)}: "
+                 f"{total_s / total_p:.2f}x" if len(known) else "whole: nothing priced")
     return "\n".join(lines)
