@@ -344,11 +344,10 @@ def _stack_of(run_dir: Path, res: dict) -> str:
 
 def steady_seconds(res: dict) -> float:
     """A run's wall time with every epoch counted at the median epoch's seconds: what it takes here when nothing
-    else does. The wall time outside the epochs (start, final evaluation) stays; an epoch slowed by a pause
-    (SIGSTOP, a laptop lid) or a neighbour on the cores is not the machine's speed. Seen on a 2-core Zen 3: a
-    1.1 s epoch took 30-90 s while another process held one core, and a run paused for 24 min measured 11x its
-    price; its median epoch measured about 1.1x. Epochs of a periodic extra (ν every 10 epochs) count at the
-    median too: the steady time is the lower of the two, and a plan's price of those extras is not learned."""
+    else does. The wall time outside the epochs stays; an epoch slowed by a pause (SIGSTOP) or a neighbour on the
+    cores is not the machine's speed (a 2-core Zen 3: a 1.1 s epoch took 30-90 s beside a busy process; a run
+    paused 24 min measured 11x its price, its steady time 1.25x). A periodic extra (ν every 10 epochs) counts
+    at the median too: the steady time is a lower bound."""
     wall = float(res.get("wall_time_s") or 0.0)
     secs = [float(h["seconds"]) for h in res.get("history") or [] if isinstance(h, dict) and h.get("seconds")]
     if not secs or sum(secs) > wall:
