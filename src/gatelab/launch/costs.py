@@ -319,7 +319,7 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
         label = (table.get(device) or {}).get("label", device)
         mark = {"this machine": " (this machine)", "this kind": " (this kind of machine)",
                 "nearest": " (the nearest entry: none for this machine; `python scripts/bench.py --quick --record auto` "
-                           "records one, and this machine's first completed runs price it)"}.get(how, "")
+                           "records one in under 10 min on a 2-core CPU, and its first completed runs price it)"}.get(how, "")
         about = "" if any(p.startswith("about ") for p in parts) else "about "  # before the first number
         if seconds is None:
             parts.append(f"not measured on {label}{mark}")
