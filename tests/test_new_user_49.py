@@ -145,6 +145,21 @@ def test_a_run_whose_output_is_not_a_terminal_prints_progress_inside_its_epochs(
     assert heartbeat.TICK < 1 and 0 < heartbeat.Ticker(1, 1, 8).every  # the default is the module's 30 s
 
 
+def test_an_epoch_many_times_slower_than_the_run_is_named_in_the_log_once(tmp_path, caplog):
+    """An epoch 10x or more its run's median (shared cores, a pause) gets one warning line in the run's log, so a
+    wall time that is not the run's speed says so; an epoch of 8x (paper 002's ν every 10 epochs) does not."""
+    from gatelab.training.run_state import RunState, slow_epoch
+    run = RunState(0, tmp_path / "run", make_cfg(["arch=fc", "arch.dense=[8]", "epochs=8"]), 0.0)
+    m = {"train_loss": 1.0, "train_acc": 0.5, "test_loss": 1.0, "test_acc": 0.5}
+    with caplog.at_level("INFO", logger="gatelab"):
+        for epoch, seconds in enumerate([5.0, 1.0, 1.2, 1.1, 8.5, 1.0, 40.0, 90.0], start=1):
+            run.record(epoch, m, seconds, lambda: {})
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and warned[0].startswith("seed 0, epoch 7 took 40 s, 35x its median epoch"), warned
+    assert "threads=1" in warned[0]
+    assert slow_epoch([{"seconds": 1.0}] * 2, 50.0) is None  # too few epochs to know the run's speed
+
+
 def test_reproduce_says_job_k_of_n_and_the_time_left(monkeypatch, capsys):
     from gatelab.launch import costs, recipes
 

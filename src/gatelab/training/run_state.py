@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import time
 import traceback
 from pathlib import Path
 from typing import Optional
+
+import torch
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
@@ -24,6 +27,18 @@ def _finite_or_none(v: float) -> Optional[float]:
 
 
 RESERVE = 4096  # bytes of trailing spaces in results.json: a full disk can still record the run's status
+SLOW = 10.0  # an epoch this many times the median of those before it: shared cores or a pause, not the run
+
+
+def slow_epoch(history: list, seconds: float) -> Optional[float]:
+    """``seconds`` over the median epoch before it, where 3 or more epochs came before and it is :data:`SLOW`
+    times or more; else None. Seen on a 2-core Zen 3: a 1.1 s epoch at 2 threads took 30-90 s while another
+    process held one core (OpenMP's threads wait for the one descheduled); at 1 thread it took 1.6 s."""
+    before = [h["seconds"] for h in history if h.get("seconds")]
+    if len(before) < 3:
+        return None
+    median = statistics.median(before)
+    return seconds / median if median > 0 and seconds >= SLOW * median else None
 
 
 class RunState:
@@ -36,6 +51,7 @@ class RunState:
         self.prior = None if cfg.force else read_results(run_dir / RESULTS)  # kept if this attempt fails early
         self.model, self.tracker, self.last, self.source, self.mask = None, NullTracker(), None, None, None
         self.best_acc, self.best_epoch, self.active, self.started = -1.0, None, True, False
+        self.warned_slow = False
         self.best_state, self.best_saved = None, True  # the best epoch's weights until best.pt is written
         self.ckpt_dir = run_dir / checkpoints.CKPT_DIR
 
@@ -87,6 +103,12 @@ class RunState:
             log.warning("seed %d, epoch %d: training loss is not finite; run stopped as diverged", self.seed, epoch)
             self.finish()  # final now: the results.json written at this epoch's end is whole
             return
+        slow = slow_epoch(self.history, seconds)
+        if slow and not self.warned_slow:  # once a run: the log says why its wall time is not its speed
+            self.warned_slow = True
+            log.warning("seed %d, epoch %d took %.0f s, %.0fx its median epoch: the cores were shared or the process "
+                        "paused (torch threads %d; beside another busy process, threads=1 runs at its own speed)",
+                        self.seed, epoch, seconds, slow, torch.get_num_threads())
         base = ("train_loss", "train_acc", "test_loss", "test_acc")
         extra = {k: _finite_or_none(v) for k, v in m.items() if k not in base}
         self.history.append({"epoch": epoch, "train_loss": m["train_loss"], "train_acc": m["train_acc"],
