@@ -138,6 +138,9 @@ def test_a_device_without_a_price_says_so_and_about_goes_before_the_first_number
     on(monkeypatch, ZEN3)
     text = costs.words({"h100": 60.0, "zen4": 120.0, "zen3": None}, TABLE)
     assert text.startswith("not measured on Zen 3 (this machine), about 60 s on H100, 2 min on Zen 4")
+    mine = {costs.HERE: {"machine": {"kind": ZEN3.kind, "model": ZEN3.model}, "label": "CPU here (from 3 runs: fc)"}}
+    text = costs.words({costs.HERE: 4.1 * 3600, "h100": 7200.0}, {**mine, **TABLE}, long=True)
+    assert text.startswith("about 4.1 h on CPU here (from 3 runs: fc) (this machine), 2.0 H100-hours"), text
 
 
 def test_this_machines_entry_learns_from_the_steady_time_not_from_a_pause():

@@ -323,7 +323,7 @@ def words(prices: dict, table: Optional[dict] = None, long: bool = False) -> str
         about = "" if any(p.startswith("about ") for p in parts) else "about "  # before the first number
         if seconds is None:
             parts.append(f"not measured on {label}{mark}")
-        elif long and seconds >= 3600:
+        elif long and seconds >= 3600 and device != HERE:  # "4.1 CPU here (from 3 runs: fc)-hours" read badly
             days = f" ({seconds / 86400:,.0f} days)" if seconds >= 3 * 86400 else ""
             parts.append(f"{about}{seconds / 3600:,.1f} {label}-hours{days}{mark}")
         else:
