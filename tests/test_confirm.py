@@ -62,3 +62,36 @@ def test_every_item_with_a_result_has_a_confirmation_target():
     missing = [(it.paper, it.item) for it, r in page.rows(page.REPORTS)
                if r.scale not in ("n/a", "test", "none") and (it.paper, it.item) not in covered]
     assert not missing
+
+
+def test_a_figure_target_that_trains_run_py_runs_is_priced_by_the_plan_from_what_is_left(tmp_path, monkeypatch):
+    """dgn-figures7-8, figure3 and figure3-left train run.py runs inside their figure commands: the dry run prices
+    them as a recipe's figure runs (their net-steps on every entry), counting only the runs with steps left; a
+    target that draws fresh nets (routing-toy) has no plan price."""
+    import re
+    from gatelab.launch import costs
+    monkeypatch.chdir(tmp_path)  # no runs on disk: every run is left
+    table = costs.load(runs=None)
+    by = {t.name: t for t in confirm.TARGETS}
+    assert set(confirm.FIGURE_RUNS) == {t.name for t in confirm.TARGETS if t.runs}  # every target with run.py runs
+    text = confirm.figure_price(by["dgn-figures7-8"], 100, 2, None, table)
+    assert re.match(r"12 runs left; price here: about [\d.]+ (s|min|h) on ", text), text  # 6 networks x 2 seeds
+    assert "not measured" not in text.split("(Zen 3)")[0]
+    assert confirm.figure_price(by["figure3"], 100, 1, None, table).startswith("2 runs left; price here: about ")
+    left = confirm.figure_price(by["figure3-left"], 100, 2, None, table)
+    assert left.startswith(f"{len(confirm.FIGURE_RUNS['figure3-left'](100, 2, []))} runs left"), left
+    assert confirm.figure_price(by["routing-toy"], 100, 1, None, table) is None
+    # the first seed's ReLU run completed on disk: 11 runs left, and its price is gone from the total
+    import json
+    from omegaconf import OmegaConf
+    from gatelab.core.results import RESULTS_VERSION
+    from gatelab.core.runs import compose, run_dir
+    relu = compose(["progress=false", *confirm.FIGURE_RUNS["dgn-figures7-8"](100, 2, ["out_root=outputs/confirm/dgn7-paper"])[0]])
+    run_dir(relu).mkdir(parents=True)
+    (run_dir(relu) / "results.json").write_text(json.dumps({
+        "version": RESULTS_VERSION, "status": "completed", "seed": 100, "config": OmegaConf.to_container(relu),
+        "history": [], "wall_time_s": 1.0, "env": {}}))
+    assert confirm.figure_price(by["dgn-figures7-8"], 100, 2, None, table).startswith("11 runs left"), text
+    out = confirm.dry_run([by["dgn-figures7-8"], by["routing-toy"]], None)
+    assert "47 runs left; price here: about " in out  # the declared 8 seeds, one run of them completed
+    assert "routing-toy" in out and "not priced by the plan: about 20 s" in out

@@ -70,7 +70,7 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
            ("gatelab.papers.npf", "figure3", "--scale", "paper", "--panels", "middle", "right", "--runs", "{runs}",
             "--out", "{out}", "seed={seed}", "data.root={data}", "progress=false"), "figure3-paper", "figure3-paper"),
     Target("dgn-figures7-8", "", "", (("002", "Fig 7 (experiments 3-5)"), ("002", "Fig 8 (experiment 3)")), 5, 8,
-           "6 runs a seed of 100 epochs on Binary-MNIST and ν every 10 epochs: 16-80 min at 5 seeds on a CPU",
+           "6 runs a seed of 100 epochs on Binary-MNIST and ν every 10 epochs: 2-3.5 min a run on a 2-core Zen 3",
            ("gatelab.papers.dgn", "figures7-8", "--scale", "paper", "--runs", "{runs}", "--out", "{out}",
             "--seed", "{seed}", "--seeds", "{n}", "data.root={data}", "progress=false"), "dgn-figures-paper",
            "dgn7-paper"),
@@ -217,9 +217,10 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
             seed = min((int(c["from"]) for c in declared), default=HELD_OUT)
             n = max((int(c["seeds"]) for c in declared), default=t.least)
             argv = _figure_argv(t, Path(REPORTS_ROOT) / t.report, seed, n, data)
+            price = figure_price(t, seed, n, data, table)
             lines += [f"{t.name}: python -m {shlex.join(argv)}; items: {', '.join(i for _, i in t.items)}",
-                      f"  seed {seed} ({'declared in the claims' if declared else 'NOT YET DECLARED: --design'}); not "
-                      f"priced by the plan: {t.why}", *per]
+                      f"  seed {seed} ({'declared in the claims' if declared else 'NOT YET DECLARED: --design'}); "
+                      + (f"{price} ({t.why})" if price else f"not priced by the plan: {t.why}"), *per]
             continue
         r, block = recipe_of(t, data)
         waves = recipes.plan_recipe(r, check=False)
@@ -227,10 +228,49 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
         price = costs.words(costs.price([x for s in steps for x in s.priced()], table), table) if steps else "nothing left"
         lines += [f"{t.name}: {t.recipe} --scale {t.scale}; items: {', '.join(i for _, i in t.items)}",
                   f"  seeds {block} ({'declared in the claims' if declared else 'NOT YET DECLARED: --design'}); "
-                  f"{sum(len(s.runs) for s in steps)} runs left; price here: {price} ({t.why})", *per]
+                  f"{_runs_left(steps)} runs left; price here: {price} ({t.why})", *per]
     if NOT_BUILT:
         lines += ["not built (no seed option in their figure commands):"] + [f"  {k}: {v}" for k, v in NOT_BUILT.items()]
     return "\n".join(lines)
+
+
+def _runs_left(steps) -> int:
+    """The runs with steps left to train (a completed one has none; a stopped one its remaining steps)."""
+    return sum(1 for s in steps for r in s.runs if r.steps > 0)
+
+
+def _dgn7_runs(seed: int, n: int, common: list[str]) -> list[list[str]]:
+    from gatelab.papers.dgn.adaptable_gates import FIG7_SCALES, figure7_8_runs
+    return figure7_8_runs({**FIG7_SCALES["paper"], "first_seed": seed, "seeds": n}, common)
+
+
+def _figure3_runs(seed: int, n: int, common: list[str]) -> list[list[str]]:
+    from gatelab.papers.npf.figure3 import SCALES, figure3_runs
+    return figure3_runs(["middle", "right"], SCALES["paper"], [*common, f"seed={seed}"])
+
+
+def _figure3_left_runs(seed: int, n: int, common: list[str]) -> list[list[str]]:
+    from gatelab.papers.npf.figure3 import SCALES, figure3_runs
+    scale = SCALES["reduced"]
+    return figure3_runs(["left"], {**scale, "left": {**scale["left"], "seeds": list(range(seed, seed + n))}}, common)
+
+
+FIGURE_RUNS = {"dgn-figures7-8": _dgn7_runs, "figure3": _figure3_runs, "figure3-left": _figure3_left_runs}
+"""The run.py runs a figure target's command trains (``ensure_run``'s overrides, as each figure module lists them for a
+recipe's dry run), by target: what the plan prices. The other figure targets draw fresh nets, not run.py runs."""
+
+
+def figure_price(t: Target, seed: int, n: int, data: Optional[str], table: dict) -> Optional[str]:
+    """A figure target's price on every cost entry, from the runs it trains (:data:`FIGURE_RUNS`) and what is left
+    of them on disk; None for a target whose command trains none."""
+    from gatelab.launch import costs, recipes
+    if t.name not in FIGURE_RUNS:
+        return None
+    common = [f"out_root={RUNS_ROOT}/{t.runs}", *([f"data.root={data}"] if data else [])]
+    steps = recipes.figure_steps(recipes.Recipe(t.name, t.name, figure_runs=FIGURE_RUNS[t.name](seed, n, common)))
+    left = _runs_left(steps)
+    return (f"{left} runs left; price here: " + costs.words(costs.price([x for s in steps for x in s.priced()], table),
+                                                          table)) if left else "nothing left to train"
 
 
 def _figure_argv(t: Target, out: Path, seed: int, n: int, data: Optional[str]) -> list[str]:
