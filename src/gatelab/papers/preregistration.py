@@ -44,7 +44,7 @@ def standing_for(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     those whose ``for`` names it, and those that name nothing (a record without the column names nothing)."""
     if "for" not in runs:
         return runs
-    names = runs["for"].fillna("").astype(str)
+    names = runs["for"].astype(object).fillna("").astype(str)  # an all-empty column reads as float64
     return runs[[(not n.strip()) or name in n.split(";") for n in names]]
 
 
