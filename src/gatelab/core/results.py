@@ -82,6 +82,11 @@ def read_results(path: Path) -> Optional[dict]:
     return load_results(path)[0]
 
 
+def epoch_seconds(history) -> list[float]:
+    """The seconds of each recorded epoch of a results.json ``history`` (epochs without them left out)."""
+    return [float(h["seconds"]) for h in history or [] if isinstance(h, dict) and h.get("seconds")]
+
+
 def finished_results(run_dir: Path) -> Optional[dict]:
     """The results of a run directory whose run is final (completed or diverged), else None."""
     res = read_results(Path(run_dir) / RESULTS)

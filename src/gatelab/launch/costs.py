@@ -14,7 +14,7 @@ from typing import Optional
 import yaml
 
 from gatelab.core.config import CONF_DIR
-from gatelab.core.results import load_results, skip_note
+from gatelab.core.results import epoch_seconds, load_results, skip_note
 
 TABLE = Path(CONF_DIR) / "costs.yaml"
 
@@ -349,7 +349,7 @@ def steady_seconds(res: dict) -> float:
     paused 24 min measured 11x its price, its steady time 1.25x). A periodic extra (ν every 10 epochs) counts
     at the median too: the steady time is a lower bound."""
     wall = float(res.get("wall_time_s") or 0.0)
-    secs = [float(h["seconds"]) for h in res.get("history") or [] if isinstance(h, dict) and h.get("seconds")]
+    secs = epoch_seconds(res.get("history"))
     if not secs or sum(secs) > wall:
         return wall
     return wall - sum(secs) + len(secs) * statistics.median(secs)

@@ -70,7 +70,7 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
            ("gatelab.papers.npf", "figure3", "--scale", "paper", "--panels", "middle", "right", "--runs", "{runs}",
             "--out", "{out}", "seed={seed}", "data.root={data}", "progress=false"), "figure3-paper", "figure3-paper"),
     Target("dgn-figures7-8", "", "", (("002", "Fig 7 (experiments 3-5)"), ("002", "Fig 8 (experiment 3)")), 5, 8,
-           "6 runs a seed of 100 epochs on Binary-MNIST and ν every 10 epochs: 2-3.5 min a run on a 2-core Zen 3",
+           "6 runs a seed of 100 epochs on Binary-MNIST and ν every 10 epochs",
            ("gatelab.papers.dgn", "figures7-8", "--scale", "paper", "--runs", "{runs}", "--out", "{out}",
             "--seed", "{seed}", "--seeds", "{n}", "data.root={data}", "progress=false"), "dgn-figures-paper",
            "dgn7-paper"),

@@ -76,9 +76,9 @@ def _claims_of(text: str) -> dict:
     return out
 
 
-def _entry(text: str, claim_id: str) -> Optional[dict]:
-    found = _claims_of(text).get(claim_id)
-    return None if found is None else json.loads(found)
+def _entry(text: str, claim_id: str) -> Optional[str]:
+    """The claim ``claim_id`` of one version of a claims file, as canonical JSON (equal entries, equal text)."""
+    return _claims_of(text).get(claim_id)
 
 
 @lru_cache(maxsize=None)

@@ -14,7 +14,7 @@ import torch
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints
-from gatelab.core.results import RESULTS, RESULTS_VERSION, attempts, read_results
+from gatelab.core.results import RESULTS, RESULTS_VERSION, attempts, epoch_seconds, read_results
 from gatelab.core.runs import plain
 from gatelab.nets import regimes
 from gatelab.training.tracking import NullTracker, make_tracker
@@ -34,7 +34,7 @@ def slow_epoch(history: list, seconds: float) -> Optional[float]:
     """``seconds`` over the median epoch before it, where 3 or more epochs came before and it is :data:`SLOW`
     times or more; else None. Seen on a 2-core Zen 3: a 1.1 s epoch at 2 threads took 30-90 s while another
     process held one core (OpenMP's threads wait for the one descheduled); at 1 thread it took 1.6 s."""
-    before = [h["seconds"] for h in history if h.get("seconds")]
+    before = epoch_seconds(history)
     if len(before) < 3:
         return None
     median = statistics.median(before)
