@@ -5,10 +5,13 @@ import os as _os
 
 _os.environ["GATELAB_STRICT_FIGURES"] = "1"  # every figure a test renders must have no overlapping text
 
+import copy
 from pathlib import Path
 
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
+
 from gatelab.core.runs import compose
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,14 +57,28 @@ def tiny_root(tmp_path_factory) -> Path:
     return write_tiny_data(tmp_path_factory.mktemp("data"))
 
 
+_COMPOSED: dict[tuple, object] = {}
+PATHS = ("out_root=", "run_dir=", "data.root=")  # plain path strings: set on a copy of one composition
+
+
 def make_cfg(overrides=(), root: Path | None = None, run_dir: Path | None = None):
-    """A config composed from conf/ exactly as run.py composes it, plus test overrides."""
+    """A config composed from conf/ exactly as run.py composes it, plus test overrides. Each set of overrides is
+    composed once a session (Hydra's compose is 0.3-0.6 s here, more than most tests' training) and the caller
+    gets its own copy, with its paths (``PATHS``: a folder per test) set on it."""
     base = ["progress=false", "device=cpu", "epochs=1"]
     if root is not None:
         base.append(f"data.root={root}")
     if run_dir is not None:
         base.append(f"run_dir={run_dir}")
-    return compose(base + list(overrides))
+    overrides = [*base, *overrides]
+    key = tuple(o for o in overrides if not o.startswith(PATHS))
+    if key not in _COMPOSED:
+        _COMPOSED[key] = compose(key)
+    cfg = copy.deepcopy(_COMPOSED[key])
+    for o in overrides:
+        if o.startswith(PATHS):
+            OmegaConf.update(cfg, *o.split("=", 1), merge=False)
+    return cfg
 
 
 @pytest.fixture

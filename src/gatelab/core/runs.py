@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import shutil
@@ -50,17 +51,24 @@ def _schema_of(hint: Any) -> Any:
     return None
 
 
+@functools.cache
 def _default(f: dataclasses.Field) -> Any:
-    """A schema field's default as plain data (a nested dataclass as its dict)."""
+    """A schema field's default as plain data (a nested dataclass as its dict); once per field (read, never
+    changed: a run key compares against it)."""
     value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
     return plain(OmegaConf.structured(value)) if dataclasses.is_dataclass(value) else plain(value)
+
+
+@functools.cache
+def _hints(schema: Any) -> dict:
+    return typing.get_type_hints(schema)
 
 
 def _drop_later_defaults(value: Any, schema: Any) -> Any:
     """``value`` without the fields that ``schema`` marks as added later and that hold their default."""
     if schema is None or not isinstance(value, dict):
         return value
-    hints = typing.get_type_hints(schema)
+    hints = _hints(schema)
     out = dict(value)
     for f in dataclasses.fields(schema):
         if f.name not in out:
