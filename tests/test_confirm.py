@@ -95,3 +95,27 @@ def test_a_figure_target_that_trains_run_py_runs_is_priced_by_the_plan_from_what
     out = confirm.dry_run([by["dgn-figures7-8"], by["routing-toy"]], None)
     assert "47 runs left; price here: about " in out  # the declared 8 seeds, one run of them completed
     assert "routing-toy" in out and "not priced by the plan: about 20 s" in out
+
+
+def test_confirm_refuses_before_training_when_its_runs_could_not_pre_register(tmp_path, monkeypatch, capsys):
+    """Uncommitted code (every run would record a dirty tree) or a row of the shared report's runs.csv that names no
+    file (it stands behind this target's files too, with its earlier date): exit 2 naming why, nothing trained."""
+    from gatelab.core import results
+    monkeypatch.setattr(confirm, "REPORTS_ROOT", str(tmp_path / "reports"))
+    trained = []
+    monkeypatch.setattr(confirm, "run", lambda t, data, jobs: trained.append(t.name) or 0)
+    tree = {"git_dirty": True, "git_diff_sha1": "abc", "git_changed": ["src/gatelab/nets/dgn.py"]}
+    monkeypatch.setattr(results, "git_tree", lambda top=None: dict(tree))
+    assert confirm.main(["dgn-figure10"]) == 2 and not trained
+    assert "uncommitted changes (src/gatelab/nets/dgn.py)" in capsys.readouterr().err
+    tree.update(git_dirty=False, git_diff_sha1=None, git_changed=None)
+    record = tmp_path / "reports" / "dgn-figures-paper" / "runs.csv"
+    record.parent.mkdir(parents=True)
+    record.write_text("run,seed,status,started_at,commits,dirty,for\n"
+                      "dgn-figures7-8/seed100,100,completed,2026-12-06T01:46:22Z,8990d2b,False,\n")
+    assert confirm.main(["dgn-figure10"]) == 2 and not trained
+    assert "the row of dgn-figures7-8/seed100 names no file" in capsys.readouterr().err
+    record.write_text(record.read_text().replace("False,\n", "False,dgn_figure7.csv\n"))
+    assert confirm.main(["dgn-figure10"]) == 0 and trained == ["dgn-figure10"]
+    record.write_text(record.read_text().replace("dgn-figures7-8/", "dgn-figure10/").replace("dgn_figure7.csv", ""))
+    assert confirm.main(["dgn-figure10"]) == 0  # its own earlier row: the run replaces it

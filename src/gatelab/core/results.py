@@ -163,21 +163,27 @@ def git_commit() -> Optional[str]:
 
 
 def git_tree(top: Optional[Path] = None) -> dict:
-    """Whether the checkout that runs has uncommitted changes to tracked files, and a hash of that diff (the
-    authors' gated-dln records the same): a run from a dirty tree names which one. {} outside a git checkout."""
+    """Whether the checkout that runs has uncommitted changes to tracked files, a hash of that diff (the authors'
+    gated-dln records the same) and the paths it touches (the first 20): a run from a dirty tree names which one.
+    ``outputs/`` is what runs write, never what they read: a report not yet committed there leaves the tree clean
+    (it marked 48 runs of paper 002's Figs 7-8 dirty, 2026-12-07). {} outside a git checkout."""
     import hashlib
     top = Path(top) if top else Path(__file__).parents[3]  # the checkout that runs
+    code = ["--", ".", ":(exclude)outputs"]
     try:
-        diff = subprocess.run(["git", "diff", "HEAD", "--", "."], cwd=top, capture_output=True, timeout=20)
+        diff = subprocess.run(["git", "diff", "HEAD", *code], cwd=top, capture_output=True, timeout=20)
+        names = subprocess.run(["git", "diff", "HEAD", "--name-only", *code], cwd=top, capture_output=True, timeout=20)
         new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", "src", "conf", "run.py"],
                              cwd=top, capture_output=True, timeout=20)  # a new module is a change too (issue #56)
     except (OSError, subprocess.SubprocessError):
         return {}
-    if diff.returncode != 0 or new.returncode != 0:
+    if diff.returncode != 0 or new.returncode != 0 or names.returncode != 0:
         return {}
-    changed = diff.stdout + b"".join(b"new file " + n + b"\n" + (top / n.decode()).read_bytes()
-                                     for n in new.stdout.splitlines() if (top / n.decode()).is_file())
-    return {"git_dirty": bool(changed), "git_diff_sha1": hashlib.sha1(changed).hexdigest()[:12] if changed else None}
+    added = [n for n in new.stdout.splitlines() if (top / n.decode()).is_file()]
+    changed = diff.stdout + b"".join(b"new file " + n + b"\n" + (top / n.decode()).read_bytes() for n in added)
+    paths = [n.decode() for n in names.stdout.splitlines() + added]
+    return {"git_dirty": bool(changed), "git_diff_sha1": hashlib.sha1(changed).hexdigest()[:12] if changed else None,
+            "git_changed": paths[:20] or None}
 
 
 def attempts(prior: Optional[dict], env: dict) -> list[dict]:

@@ -212,6 +212,7 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
     need, table, lines = needed(), costs.load(), []
     for t in targets:
         run, per = seeds_of(t, need)
+        per = per + [f"  WOULD NOT PRE-REGISTER: {f}" for f in preflight(t)]
         declared = _declared(t)
         if t.figure:
             seed = min((int(c["from"]) for c in declared), default=HELD_OUT)
@@ -314,6 +315,36 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
     return code
 
 
+def _own_rows(runs, t: Target):
+    """The rows of a report's runs.csv that target ``t`` wrote (its later run replaces them)."""
+    return runs.run.astype(str).str.startswith((f"{t.name}/", f"{t.runs}/") if t.runs else f"{t.name}/")
+
+
+def preflight(t: Target) -> list[str]:
+    """Why runs of ``t`` started now would not pre-register, said before any training: uncommitted code (each run
+    would record a dirty tree), no git checkout (no commit), or a row of its shared report's runs.csv that names no
+    file in ``for`` (it stands behind every file of the report, this target's included, and its date faults them).
+    Both cost a whole confirmation once: paper 002's Figs 7-8, 48 runs, 2026-12-07."""
+    import pandas as pd
+    from gatelab.core.results import git_tree
+    from gatelab.papers.preregistration import RUNS
+    out, tree = [], git_tree()
+    if not tree:
+        out.append("not run from a git checkout: its runs would record no commit and cannot pre-register")
+    elif tree.get("git_dirty"):
+        out.append(f"the checkout has uncommitted changes ({', '.join(tree.get('git_changed') or [])}): its runs "
+                   "would record a dirty tree and not pre-register; commit them, or run from a clean worktree "
+                   "(git worktree add)")
+    record = Path(REPORTS_ROOT) / t.report / RUNS
+    if t.report and record.is_file():
+        runs = pd.read_csv(record, dtype=str, keep_default_na=False)
+        names = runs["for"] if "for" in runs else pd.Series([""] * len(runs), index=runs.index)
+        for run in runs.run[~_own_rows(runs, t) & (names.str.strip() == "")]:
+            out.append(f"{record}: the row of {run} names no file in its 'for' column, so it stands behind every file "
+                       f"of the report, this target's included, and its date would fault them: name the files it made")
+    return out
+
+
 def _stamps(out: Path) -> dict[str, int]:
     """{a report file's CSV or JSON name: its modification time in ns}: what a figure command wrote is what changed."""
     return {p.name: p.stat().st_mtime_ns for p in Path(out).glob("*") if p.suffix in (".csv", ".json")
@@ -328,7 +359,7 @@ def _merge_runs(path: Path, mine, t: Target) -> None:
     from gatelab.papers.preregistration import COLUMNS
     old = pd.read_csv(path, dtype={"commits": str}).reindex(columns=COLUMNS) if path.is_file() else \
         pd.DataFrame(columns=COLUMNS)
-    ours = old.run.astype(str).str.startswith((f"{t.name}/", f"{t.runs}/") if t.runs else f"{t.name}/")
+    ours = _own_rows(old, t)
     rows = [df for df in (old[~ours], mine) if len(df)]
     (pd.concat(rows, ignore_index=True) if rows else mine)[COLUMNS].to_csv(path, index=False)
     shutil.rmtree(path.parent / f".{t.name}", ignore_errors=True)
@@ -381,4 +412,8 @@ def main(argv=None) -> int:
     if args.dry_run:
         print(dry_run(chosen, args.data))
         return 0
+    faults = [f"gatelab confirm: {t.name}: {f}" for t in chosen for f in preflight(t)]
+    if faults:  # before any training: runs that cannot pre-register are hours that the page never counts
+        print("\n".join(faults), file=sys.stderr)
+        return 2
     return max(run(t, args.data, args.jobs) for t in chosen)

@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
 from gatelab.analyses import pruning
 from gatelab.core import checkpoints, machine
 from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, LOSS_TRACE, environment, finished_results, locked, resolve_device
-from gatelab.core.runs import plain
+from gatelab.core.runs import plain, seed_config
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
 from gatelab.nets.dgn import unstack_state
@@ -52,7 +51,7 @@ def train(cfg, run_dir: Path) -> dict:
 def train_seeds(cfg, run_dirs: dict) -> dict:
     """Train the seeds ``run_dirs`` maps to run directories, together; write each ``results.json``."""
     seeds = list(run_dirs)
-    entries = [(OmegaConf.merge(cfg, {"seed": seed, "seeds": None}), Path(run_dirs[seed])) for seed in seeds]
+    entries = [(seed_config(cfg, seed), Path(run_dirs[seed])) for seed in seeds]
     return dict(zip(seeds, train_entries(entries)))
 
 
