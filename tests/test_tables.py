@@ -35,7 +35,7 @@ def test_every_committed_report_csv_has_its_latex_and_the_twins_are_current():
     csvs = [p for p in REPORTS.rglob("*.csv") if ".parts" not in p.parts]
     assert len(csvs) > 50
     assert [p for p in csvs if not p.with_suffix(".tex").is_file()] == []
-    assert tables.tex_beside(REPORTS, check=True) == []  # `gatelab page` rewrote none: made from the CSVs as they are
+    assert tables.tex_beside(REPORTS, check=True, full=True) == []  # each twin, rendered again, is what is committed
     twin = (REPORTS / "routing-reduced" / "routing.tex").read_text()
     assert twin.startswith(tables.TWIN)
     first = pd.read_csv(REPORTS / "routing-reduced" / "routing.csv", dtype=str, keep_default_na=False).iloc[0]
@@ -101,3 +101,24 @@ def test_paper_004s_hand_joined_tables_render_their_committed_reports_byte_for_b
     iso = reports / "races-appendix"
     assert appendix.figure7_isolation_md(pd.read_csv(iso / "figure7_isolation.csv")) == \
         (iso / "figure7_isolation.md").read_text()
+
+
+def test_a_twin_is_rendered_again_only_when_its_csv_or_the_renderer_changed(tmp_path, monkeypatch):
+    """The twin's first line stamps the CSV's bytes and the renderer: the page skips an equal stamp (and renders the
+    rest), ``full`` renders every twin; a changed cell, or a changed renderer, makes the twin stale."""
+    csv = tmp_path / "r" / "t.csv"
+    csv.parent.mkdir()
+    pd.DataFrame([{"a": "1.5", "b": "x_y"}]).to_csv(csv, index=False)
+    assert tables.tex_beside(tmp_path) == [csv.with_suffix(".tex")]
+    tex = csv.with_suffix(".tex")
+    first, body = tex.read_text().split("\n", 1)
+    assert first.startswith(tables.TWIN + "t.csv (sha1 ") and r"x\_y" in body
+    tex.write_text(first + "\n" + body.replace(r"x\_y", "edited by hand"))
+    assert tables.tex_beside(tmp_path, check=True) == []  # the stamp says current: not rendered
+    assert tables.tex_beside(tmp_path, check=True, full=True) == [tex]
+    pd.DataFrame([{"a": "1.6", "b": "x_y"}]).to_csv(csv, index=False)
+    assert tables.tex_beside(tmp_path) == [tex] and r"x\_y" in tex.read_text() and "1.6" in tex.read_text()
+    assert tables.tex_beside(tmp_path, check=True) == []
+    real = tables.inspect.getsource
+    monkeypatch.setattr(tables.inspect, "getsource", lambda f: real(f) + "# changed")
+    assert tables.tex_beside(tmp_path, check=True) == [tex]  # a new renderer: every twin is rendered again

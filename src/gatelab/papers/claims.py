@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -101,8 +102,14 @@ def _claim(d: dict, source: Path) -> Claim:
 
 
 def load(path: Path) -> list[Claim]:
-    """The claims of one ``claims.yaml`` (checked: kinds, cells, margins with reasons, controls, unique ids)."""
-    claims = [_claim(d, path) for d in yaml.safe_load(Path(path).read_text()) or []]
+    """The claims of one ``claims.yaml`` (checked: kinds, cells, margins with reasons, controls, unique ids); the
+    file is read each time and parsed once per text (the page asked 103 times: 10 s of YAML)."""
+    return list(_parsed(Path(path).read_text(), str(path)))
+
+
+@lru_cache(maxsize=64)
+def _parsed(text: str, path: str) -> tuple[Claim, ...]:
+    claims = tuple(_claim(d, path) for d in yaml.safe_load(text) or [])
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{path}: claim ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
