@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from gatelab.papers import claims, thresholds as th
+from gatelab.papers import thresholds as th
 
 KM = [0.3, 0.4, 0.5, 0.6]
 
@@ -28,8 +28,8 @@ def test_the_point_is_the_log_linear_crossing_of_the_means_and_the_se_only_widen
     wide = th.threshold(KM, g, [0.3] * 4, [10] * 4)
     assert narrow.point == wide.point == pytest.approx(0.45) and not narrow.extrapolated
     assert wide.lo < narrow.lo < 0.45 < narrow.hi < wide.hi
-    assert claims.threshold_verdict(narrow, 0.45) == "confirmed"
-    assert claims.threshold_verdict(narrow, 0.33) == "contradicted"  # 0.33 < lo − 0.07
+    assert th.verdict(narrow, 0.45) == "confirmed"
+    assert th.verdict(narrow, 0.33) == "contradicted"  # 0.33 < lo − 0.07
 
 
 def test_more_seeds_narrow_the_interval_and_it_covers_the_true_threshold():
@@ -51,21 +51,21 @@ def test_a_sweep_whose_gap_never_closes_is_rejected_not_extrapolated_into_confir
     extrapolates, but every draw lies beyond the sweep, so the paper's 0.40 is outside."""
     t = th.threshold(KM, [30.0, 27.0, 24.0, 21.0], [0.5] * 4, [3] * 4)
     assert t.extrapolated and math.isinf(t.lo) and math.isinf(t.hi)
-    assert claims.threshold_verdict(t, 0.40) == "contradicted" and t.interval() == "[> 0.60]"
+    assert th.verdict(t, 0.40) == "contradicted" and t.interval() == "[> 0.60]"
 
 
 def test_an_interval_too_wide_to_decide_is_not_shown_not_confirmed():
     """Three noisy seeds: the paper's value lies inside the interval, and so would almost any other."""
     t = th.threshold(KM, list(true_gap(KM)), [3.0, 2.0, 0.8, 0.4], [3] * 4)
     assert t.holds(0.45) and t.width() > th.DECIDES_WITHIN + th.READ_PRECISION
-    assert claims.threshold_verdict(t, 0.45) == "not shown"
-    assert claims.threshold_text("not shown", t.interval()).startswith("qualitative: not shown (test:")
+    assert th.verdict(t, 0.45) == "not shown"
+    assert th.text("not shown", t.interval()).startswith("qualitative: not shown (test:")
 
 
 def test_a_gap_already_below_the_level_at_the_first_point_leaves_the_lower_end_open():
     t = th.threshold(KM, [0.5, 0.3, 0.2, 0.1], [0.05] * 4, [5] * 4)
     assert t.point == 0.3 and t.extrapolated and t.interval().startswith("[≤ 0.30")
-    assert t.holds(0.1) and claims.threshold_verdict(t, 0.1) == "not shown"  # below the sweep: nothing measured there
+    assert t.holds(0.1) and th.verdict(t, 0.1) == "not shown"  # below the sweep: nothing measured there
 
 
 def test_the_toy_fig5c_row_is_judged_by_the_one_rule_at_its_own_scale():
@@ -95,15 +95,15 @@ def test_a_verdict_the_tolerances_own_precision_would_flip_is_borderline():
     width lies within 0.18 .. 0.22 is borderline as well."""
     def t(lo, hi):
         return th.Threshold((lo + hi) / 2, False, lo, hi, 0.1, 0.9, 3)
-    assert claims.threshold_verdict(t(0.46, 0.50), 0.40) == "borderline"  # 0.40 lies within 0.07 of 0.46, not within 0.03
-    assert claims.threshold_verdict(t(0.50, 0.55), 0.40) == "contradicted"  # beyond even ±0.07
-    assert claims.threshold_verdict(t(0.38, 0.45), 0.40) == "confirmed"  # inside the interval itself
-    assert claims.threshold_text("borderline", "[0.46, 0.50]").startswith("borderline (test:")
+    assert th.verdict(t(0.46, 0.50), 0.40) == "borderline"  # 0.40 lies within 0.07 of 0.46, not within 0.03
+    assert th.verdict(t(0.50, 0.55), 0.40) == "contradicted"  # beyond even ±0.07
+    assert th.verdict(t(0.38, 0.45), 0.40) == "confirmed"  # inside the interval itself
+    assert th.text("borderline", "[0.46, 0.50]").startswith("borderline (test:")
     # the cap: 0.40 inside each interval; 0.17 wide decides at any cap in 0.18 .. 0.22, 0.23 wide at none,
     # 0.19 and 0.21 wide only at some
-    assert claims.threshold_verdict(t(0.30, 0.47), 0.40) == "confirmed"
-    assert claims.threshold_verdict(t(0.30, 0.49), 0.40) == "borderline"
-    assert claims.threshold_verdict(t(0.30, 0.51), 0.40) == "borderline"
-    assert claims.threshold_verdict(t(0.30, 0.53), 0.40) == "not shown"
-    text = claims.threshold_text("borderline", "[0.30, 0.49]")
+    assert th.verdict(t(0.30, 0.47), 0.40) == "confirmed"
+    assert th.verdict(t(0.30, 0.49), 0.40) == "borderline"
+    assert th.verdict(t(0.30, 0.51), 0.40) == "borderline"
+    assert th.verdict(t(0.30, 0.53), 0.40) == "not shown"
+    text = th.text("borderline", "[0.30, 0.49]")
     assert "at ± 0.03 .. 0.07, or at a cap of 0.18 .. 0.22" in text

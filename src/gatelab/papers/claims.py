@@ -102,13 +102,13 @@ def _claim(d: dict, source: Path) -> Claim:
 
 
 def load(path: Path) -> list[Claim]:
-    """The claims of one ``claims.yaml`` (checked: kinds, cells, margins with reasons, controls, unique ids); the
-    file is read each time and parsed once per text (the page asked 103 times: 10 s of YAML)."""
+    """The claims of one ``claims.yaml`` (checked: kinds, cells, margins with reasons, controls, unique ids), parsed
+    once per text of the file (the page asked 103 times: 10 s of YAML)."""
     return list(_parsed(Path(path).read_text(), str(path)))
 
 
 @lru_cache(maxsize=64)
-def _parsed(text: str, path: str) -> tuple[Claim, ...]:
+def _parsed(text: str, path: str) -> tuple[Claim, ...]:  # noqa: D103
     claims = tuple(_claim(d, path) for d in yaml.safe_load(text) or [])
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
@@ -357,45 +357,13 @@ def tally(compared: Iterable[Verdict]) -> str:
     return ("borderline: " if floor and within == len(vs) else "") + text
 
 
-# -- thresholds read off a sweep (gatelab.papers.thresholds estimates them; the verdict is here) --
-
-def threshold_verdict(t, value: float, margin: float = thresholds.READ_WITHIN,
-                      precision: float = thresholds.READ_PRECISION, decides: float = thresholds.DECIDES_WITHIN) -> str:
-    """The paper's ``value`` against a sweep's :class:`~gatelab.papers.thresholds.Threshold` ``t``: ``confirmed``
-    (inside the interval ± ``margin``, the interval no wider than the cap ``decides``), ``contradicted`` (outside),
-    ``not shown`` (inside a wider interval), ``borderline`` when the verdicts at ``margin`` ± ``precision`` or at the
-    cap ± ``precision`` differ (issue #54: a cap is a margin too; its own precision must not decide it), ``no
-    result`` without an interval (a sweep of one point)."""
-    if math.isnan(t.lo):
-        return "no result"
-
-    def at(within: float, cap: float) -> str:
-        if not t.holds(value, within):
-            return "contradicted"
-        return "confirmed" if t.width() <= cap else "not shown"
-    edges = {at(margin + d, decides + e) for d in (-precision, precision) for e in (-precision, precision)}
-    return "borderline" if len(edges) > 1 else at(margin, decides)
-
+# -- thresholds read off a sweep (gatelab.papers.thresholds estimates them and words the verdict) --
 
 def threshold_claim(c: Claim, t) -> str:
     """A declared threshold claim on a sweep's :class:`~gatelab.papers.thresholds.Threshold`."""
     from gatelab.papers import outcomes
     outcomes.THRESHOLDS.append((c, t))  # what confirm --dry-run sizes the seeds from
-    return threshold_verdict(t, float(c.value), float(c.margin), float(c.precision), float(c.decides_within))
-
-
-def threshold_text(word: str, interval: str, margin: float = thresholds.READ_WITHIN,
-                   precision: float = thresholds.READ_PRECISION, decides: float = thresholds.DECIDES_WITHIN) -> str:
-    """A threshold's verdict as the page words it (``qualitative: agrees (test: ...)``; no evidence says the
-    interval is too wide to decide, borderline which tolerances flip it)."""
-    test = f"the paper's value in the interval ± {margin:g}, the interval no wider than {decides:g}"
-    if word == "not shown":
-        return f"qualitative: not shown (test: {test}; the interval {interval} is wider: more seeds narrow it)"
-    if word == "borderline":
-        return (f"borderline (test: {test}; the interval {interval} gives another verdict at ± "
-                f"{margin - precision:g} .. {margin + precision:g}, or at a cap of {decides - precision:g} .. "
-                f"{decides + precision:g})")
-    return f"qualitative: {word} (test: {test})"
+    return thresholds.verdict(t, float(c.value), float(c.margin), float(c.precision), float(c.decides_within))
 
 
 def still_learning(rises: dict, names: Optional[dict] = None) -> list[str]:

@@ -288,11 +288,12 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
     the report's ``runs.csv``: the run.py runs it trained (``t.runs``), else that one attempt (its start, commit and
     tree state), which the figure's own nets stand for; ``for`` names the files it wrote (several targets share
     a report: paper 002's Figs 1-4, 7-8 and 10)."""
+    import shutil
     import subprocess
     import time
     import pandas as pd
     from gatelab.core.results import git_commit, git_tree
-    from gatelab.papers.preregistration import COLUMNS, RUNS
+    from gatelab.papers.preregistration import COLUMNS, RUNS, merge_rows
     seed, out = min(int(c["from"]) for c in _declared(t)), Path(REPORTS_ROOT) / t.report
     n = max(int(c["seeds"]) for c in _declared(t))
     started, commit, dirty = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_commit(), git_tree().get("git_dirty")
@@ -310,59 +311,28 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
                               "commits": commit, "dirty": dirty if dirty is not None else True}
                              for s in range(seed, seed + n)], columns=COLUMNS)
     mine["for"] = made
-    _merge_runs(out / RUNS, mine, t)
+    merge_rows(out / RUNS, mine, _own(t))
+    shutil.rmtree(out / f".{t.name}", ignore_errors=True)
     print(f"wrote {out / RUNS}")
     return code
 
 
-def _own_rows(runs, t: Target):
-    """The rows of a report's runs.csv that target ``t`` wrote (its later run replaces them)."""
-    return runs.run.astype(str).str.startswith((f"{t.name}/", f"{t.runs}/") if t.runs else f"{t.name}/")
+def _own(t: Target) -> tuple[str, ...]:
+    """How the rows of a report's runs.csv that target ``t`` wrote begin (its later run replaces them)."""
+    return (f"{t.name}/", f"{t.runs}/") if t.runs else (f"{t.name}/",)
 
 
 def preflight(t: Target) -> list[str]:
-    """Why runs of ``t`` started now would not pre-register, said before any training: uncommitted code (each run
-    would record a dirty tree), no git checkout (no commit), or a row of its shared report's runs.csv that names no
-    file in ``for`` (it stands behind every file of the report, this target's included, and its date faults them).
-    Both cost a whole confirmation once: paper 002's Figs 7-8, 48 runs, 2026-12-07."""
-    import pandas as pd
-    from gatelab.core.results import git_tree
-    from gatelab.papers.preregistration import RUNS
-    out, tree = [], git_tree()
-    if not tree:
-        out.append("not run from a git checkout: its runs would record no commit and cannot pre-register")
-    elif tree.get("git_dirty"):
-        out.append(f"the checkout has uncommitted changes ({', '.join(tree.get('git_changed') or [])}): its runs "
-                   "would record a dirty tree and not pre-register; commit them, or run from a clean worktree "
-                   "(git worktree add)")
-    record = Path(REPORTS_ROOT) / t.report / RUNS
-    if t.report and record.is_file():
-        runs = pd.read_csv(record, dtype=str, keep_default_na=False)
-        names = runs["for"] if "for" in runs else pd.Series([""] * len(runs), index=runs.index)
-        for run in runs.run[~_own_rows(runs, t) & (names.str.strip() == "")]:
-            out.append(f"{record}: the row of {run} names no file in its 'for' column, so it stands behind every file "
-                       f"of the report, this target's included, and its date would fault them: name the files it made")
-    return out
+    """Why runs of ``t`` started now would not pre-register (:func:`~gatelab.papers.preregistration.would_not_count`),
+    said before any training."""
+    from gatelab.papers.preregistration import RUNS, would_not_count
+    return would_not_count(Path(REPORTS_ROOT) / t.report / RUNS if t.report else None, _own(t))
 
 
 def _stamps(out: Path) -> dict[str, int]:
     """{a report file's CSV or JSON name: its modification time in ns}: what a figure command wrote is what changed."""
     return {p.name: p.stat().st_mtime_ns for p in Path(out).glob("*") if p.suffix in (".csv", ".json")
             and p.name != "runs.csv"} if Path(out).is_dir() else {}
-
-
-def _merge_runs(path: Path, mine, t: Target) -> None:
-    """Write ``mine`` into the report's runs.csv beside the rows of the other targets that render into the same
-    report (paper 002's Figs 1-4, 7-8 and 10 share dgn-figures-paper): this target's earlier rows are replaced."""
-    import shutil
-    import pandas as pd
-    from gatelab.papers.preregistration import COLUMNS
-    old = pd.read_csv(path, dtype={"commits": str}).reindex(columns=COLUMNS) if path.is_file() else \
-        pd.DataFrame(columns=COLUMNS)
-    ours = _own_rows(old, t)
-    rows = [df for df in (old[~ours], mine) if len(df)]
-    (pd.concat(rows, ignore_index=True) if rows else mine)[COLUMNS].to_csv(path, index=False)
-    shutil.rmtree(path.parent / f".{t.name}", ignore_errors=True)
 
 
 def run(t: Target, data: Optional[str], jobs: int = 1) -> int:

@@ -10,7 +10,7 @@
 - **not shown**: neither; the sentence gives the power each undecided test had at the effect it observed
   (``statsmodels.stats.power``), and names a control not shown.
 
-A threshold or a published mean ± std keeps its own rule (``claims.threshold_verdict``, ``claims.published``),
+A threshold or a published mean ± std keeps its own rule (``thresholds.verdict``, ``claims.published``),
 whose words map here by :data:`WORDS`. The page tallies these outcomes (:func:`gatelab.papers.page.outcome`).
 """
 from __future__ import annotations

@@ -255,3 +255,36 @@ def write_runs(run_roots: Iterable[Path], out: Path) -> Path:
     Path(out).mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows, columns=COLUMNS).to_csv(Path(out) / RUNS, index=False)
     return Path(out) / RUNS
+
+
+def merge_rows(path: Path, mine: pd.DataFrame, own: tuple[str, ...]) -> None:
+    """Write ``mine`` into a report's runs.csv beside the rows of the other commands that render into the same report
+    (paper 002's Figs 1-4, 7-8 and 10 share dgn-figures-paper): the rows whose run begins with ``own`` (this
+    command's earlier ones) are replaced."""
+    old = pd.read_csv(path, dtype={"commits": str}).reindex(columns=COLUMNS) if path.is_file() else \
+        pd.DataFrame(columns=COLUMNS)
+    ours = old.run.astype(str).str.startswith(own)
+    rows = [df for df in (old[~ours], mine) if len(df)]
+    (pd.concat(rows, ignore_index=True) if rows else mine)[COLUMNS].to_csv(path, index=False)
+
+
+def would_not_count(record: Optional[Path], own: tuple[str, ...]) -> list[str]:
+    """Why runs started now from this checkout, into the report whose runs.csv is ``record``, would not pre-register:
+    uncommitted code (each run would record a dirty tree), no git checkout (no commit), or another command's row of
+    ``record`` that names no file in ``for`` (it stands behind every file of the report, the new ones included, and
+    its date faults them). Each cost a whole confirmation once: paper 002's Figs 7-8, 48 runs, 2026-12-07."""
+    from gatelab.core.results import git_tree
+    out, tree = [], git_tree()
+    if not tree:
+        out.append("not run from a git checkout: its runs would record no commit and cannot pre-register")
+    elif tree.get("git_dirty"):
+        out.append(f"the checkout has uncommitted changes ({', '.join(tree.get('git_changed') or [])}): its runs "
+                   "would record a dirty tree and not pre-register; commit them, or run from a clean worktree "
+                   "(git worktree add)")
+    if record is not None and Path(record).is_file():
+        runs = pd.read_csv(record, dtype=str, keep_default_na=False)
+        names = runs["for"] if "for" in runs else pd.Series([""] * len(runs), index=runs.index)
+        for run in runs.run[~runs.run.str.startswith(own) & (names.str.strip() == "")]:
+            out.append(f"{record}: the row of {run} names no file in its 'for' column, so it stands behind every file "
+                       "of the report, this target's included, and its date would fault them: name the files it made")
+    return out

@@ -9,7 +9,7 @@ mean gap from a Student t with n−1 degrees of freedom scaled by its standard e
 hold each point's mean and s.e. over seeds; resampling 3 seeds has 10 distinct draws and no width when
 they coincide). More seeds narrow the interval through the s.e. and the t's tails. A draw whose gap never
 falls to the level within the sweep lies beyond it: the interval's upper end is then open (``> max``).
-The verdict (:func:`gatelab.papers.claims.threshold_verdict`): **agrees** when the paper's value lies in the interval widened by
+The verdict (:func:`verdict`): **agrees** when the paper's value lies in the interval widened by
 :data:`READ_WITHIN` (the precision to which a threshold is read off the paper's figure) and the interval
 is no wider than :data:`DECIDES_WITHIN`; **differs** when it lies outside, however wide; otherwise
 **no evidence**: an interval that wide would hold almost any value, so it cannot agree (a test that
@@ -141,3 +141,35 @@ def threshold(xs: Sequence[float], gaps: Sequence[float], ses: Sequence[float], 
     # order statistics, not interpolation: inf (beyond the sweep) sorts last and opens the upper end
     lo, hi = np.quantile(cross, tail, method="lower"), np.quantile(cross, 1 - tail, method="higher")
     return Threshold(point, extrapolated, float(lo), float(hi), float(x[0]), float(x[-1]), seeds, level, unit)
+
+
+def verdict(t, value: float, margin: float = READ_WITHIN, precision: float = READ_PRECISION,
+            decides: float = DECIDES_WITHIN) -> str:
+    """The paper's ``value`` against a sweep's :class:`Threshold` ``t``: ``confirmed``
+    (inside the interval ± ``margin``, the interval no wider than the cap ``decides``), ``contradicted`` (outside),
+    ``not shown`` (inside a wider interval), ``borderline`` when the verdicts at ``margin`` ± ``precision`` or at the
+    cap ± ``precision`` differ (issue #54: a cap is a margin too; its own precision must not decide it), ``no
+    result`` without an interval (a sweep of one point)."""
+    if math.isnan(t.lo):
+        return "no result"
+
+    def at(within: float, cap: float) -> str:
+        if not t.holds(value, within):
+            return "contradicted"
+        return "confirmed" if t.width() <= cap else "not shown"
+    edges = {at(margin + d, decides + e) for d in (-precision, precision) for e in (-precision, precision)}
+    return "borderline" if len(edges) > 1 else at(margin, decides)
+
+
+def text(word: str, interval: str, margin: float = READ_WITHIN, precision: float = READ_PRECISION,
+         decides: float = DECIDES_WITHIN) -> str:
+    """A threshold's verdict as the page words it (``qualitative: agrees (test: ...)``; no evidence says the
+    interval is too wide to decide, borderline which tolerances flip it)."""
+    test = f"the paper's value in the interval ± {margin:g}, the interval no wider than {decides:g}"
+    if word == "not shown":
+        return f"qualitative: not shown (test: {test}; the interval {interval} is wider: more seeds narrow it)"
+    if word == "borderline":
+        return (f"borderline (test: {test}; the interval {interval} gives another verdict at ± "
+                f"{margin - precision:g} .. {margin + precision:g}, or at a cap of {decides - precision:g} .. "
+                f"{decides + precision:g})")
+    return f"qualitative: {word} (test: {test})"

@@ -23,7 +23,7 @@ from typing import Optional
 import pandas as pd
 
 from gatelab.core.results import git_commit
-from gatelab.papers import claims, report, tables, thresholds
+from gatelab.papers import report, tables, thresholds
 from gatelab.papers.thresholds import crossing as gap_crossing  # noqa: F401 (the rule's point estimate)
 from gatelab.papers.routing.table import PAPER_ZERO_SHOT, REGIME_TITLES, gap_se, scan, sweep_threshold, table, with_fan
 
@@ -71,7 +71,7 @@ def isolation(df: pd.DataFrame) -> pd.DataFrame:
                 "k_over_m_at_gap": crossing, "extrapolated": extrapolated,
                 "k_over_m_lo": t.lo if t else math.nan, "k_over_m_hi": t.hi if t else math.nan,
                 "interval": t.interval() if t else "no interval",
-                "verdict": claims.threshold_verdict(t, PAPER_ZERO_SHOT.get(s.regime, math.nan)) if t else "no result",
+                "verdict": thresholds.verdict(t, PAPER_ZERO_SHOT.get(s.regime, math.nan)) if t else "no result",
                 "max_k_over_m": float(g.K_over_M.max()), "paper": PAPER_ZERO_SHOT.get(s.regime, math.nan)}
         lines.append(line)
     out = pd.DataFrame(lines)
@@ -122,7 +122,7 @@ def rejudged(out: Path) -> pd.DataFrame:
         x, g, se = _points(r.points)
         t = thresholds.threshold(x, g, se, [int(r.n)] * len(x))
         judged.append({"k_over_m_at_gap": t.point, "extrapolated": t.extrapolated, "k_over_m_lo": t.lo,
-                       "k_over_m_hi": t.hi, "interval": t.interval(), "verdict": claims.threshold_verdict(t, r.paper)})
+                       "k_over_m_hi": t.hi, "interval": t.interval(), "verdict": thresholds.verdict(t, r.paper)})
     iso = pd.concat([iso.drop(columns=[c for c in judged[0] if c in iso]), pd.DataFrame(judged)], axis=1)
     iso["shift"] = iso.k_over_m_at_gap - iso[iso.factor == "base"].k_over_m_at_gap.iloc[0]
     return iso

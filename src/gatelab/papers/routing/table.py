@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from gatelab.core.results import git_commit
-from gatelab.papers import claims, plotting, report, tables, thresholds
+from gatelab.papers import plotting, report, tables, thresholds
 from gatelab.papers.plotting import plt
 from gatelab.papers.routing.toy import PAPER_ZERO_SHOT
 
@@ -131,7 +131,7 @@ def zero_shot_threshold(df: pd.DataFrame) -> pd.DataFrame:
                     "lo": t.lo if t else math.nan, "hi": t.hi if t else math.nan,
                     "x_min": t.x_min if t else math.nan, "x_max": t.x_max if t else math.nan,
                     "interval": t.interval() if t else "no interval", "seeds": int(g.n.min()),
-                    "paper": paper, "verdict": claims.threshold_verdict(t, paper) if t and paper == paper else "no result"})
+                    "paper": paper, "verdict": thresholds.verdict(t, paper) if t and paper == paper else "no result"})
     return pd.DataFrame(out)
 
 

@@ -93,7 +93,7 @@ def _fig5c(s) -> Row:
                              [s["fig5c_nets"]] * len(pts), level, unit="(1% of ½‖Y‖²)")
     return Row("paper", TOY, _params(s, "fig5c"), t.words().replace("seeds", "nets").replace("seed)", "net)"),
                f"errors meet at K/M ≈ {claim.value:.2f}",
-               claims.threshold_text(claims.threshold_claim(claim, t), t.interval(), claim.margin, claim.precision,
+               thresholds.text(claims.threshold_claim(claim, t), t.interval(), claim.margin, claim.precision,
                                      claim.decides_within), results=f"{TOY}/toy_summary.json")
 
 
@@ -194,7 +194,7 @@ def k_sweep(task: str, regime: str, m_paper: int):
                 f"{thresholds.CONFIDENCE:.0%} interval {line.interval}")
         t = thresholds.Threshold(line.K_over_M, bool(line.extrapolated), line.lo, line.hi, line.x_min, line.x_max,
                                  int(line.seeds))
-        verdict = claims.threshold_text(claims.threshold_claim(claim, t), line.interval, claim.margin, claim.precision, claim.decides_within)
+        verdict = thresholds.text(claims.threshold_claim(claim, t), line.interval, claim.margin, claim.precision, claim.decides_within)
         return Row(scale if line.M == m_paper and scale == "paper" else "reduced", rel,
                    f"{len(cells)} K values × {cells.n.max()} seeds, M={line.M}, {line.epochs} epochs, decoders "
                    f"{fan}" + (" (not the default: the authors' stacked3d has not run here)" if fan != FANS[0] else ""),
