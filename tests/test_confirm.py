@@ -119,3 +119,18 @@ def test_confirm_refuses_before_training_when_its_runs_could_not_pre_register(tm
     assert confirm.main(["dgn-figure10"]) == 0 and trained == ["dgn-figure10"]
     record.write_text(record.read_text().replace("dgn-figures7-8/", "dgn-figure10/").replace("dgn_figure7.csv", ""))
     assert confirm.main(["dgn-figure10"]) == 0  # its own earlier row: the run replaces it
+
+
+def test_the_dry_run_says_how_many_of_figures1_4s_fresh_nets_are_kept(tmp_path, monkeypatch):
+    """Paper 002's Figs 1-4 draw fresh nets and keep each as it finishes: the dry run counts those of the held-out
+    runs (a net of the exploratory runs 0-9 is not one of them)."""
+    from gatelab.papers.dgn import figures
+    monkeypatch.setattr(confirm, "REPORTS_ROOT", str(tmp_path / "reports"))
+    parts = tmp_path / "reports" / "dgn-figures-paper" / figures.PARTS
+    parts.mkdir(parents=True)
+    for kind, w, d, run in (("frg", 25, 2, 100), ("frg", 500, 20, 109), ("relu", 100, 4, 104), ("frg", 25, 2, 0)):
+        (parts / figures._part_name(kind, "square", w, d, run, 1000)).write_text("{}")
+    by = {t.name: t for t in confirm.TARGETS}
+    assert confirm._nets_done(by["dgn-figures1-4"], 100, parts.parent) == \
+        f"3 of its 210 nets done ({parts}; it resumes there)"
+    assert confirm._nets_done(by["dgn-figure10"], 100, parts.parent) == ""

@@ -160,6 +160,12 @@ def _keys(scale: dict, kind: str) -> list[tuple[int, int, int]]:
     return [(w, d, run) for w in widths for d in scale["depths"] for run in range(first, first + nets(scale, kind))]
 
 
+def nets_done(scale: dict, parts: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> tuple[int, int]:
+    """(nets kept in ``parts``, nets of :func:`figures1_4` at ``scale``): how far a stopped job has come."""
+    keys = [(k, w, d, r) for k in kinds for w, d, r in _keys(scale, k)]
+    return sum((Path(parts) / _part_name(k, inputs, w, d, r, scale["steps"])).exists() for k, w, d, r in keys), len(keys)
+
+
 def fill_backwards(scale: dict, kind: str, inputs: str, parts: Path) -> int:
     """A second worker beside a running :func:`figures1_4`: trains the missing nets from the last one back
     and stops at the first one found finished (the two meet there, one net wasted at most); renders
