@@ -44,8 +44,14 @@ def standing_for(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     those whose ``for`` names it, and those that name nothing (a record without the column names nothing)."""
     if "for" not in runs:
         return runs
-    names = runs["for"].astype(object).fillna("").astype(str)  # an all-empty column reads as float64
-    return runs[[(not n.strip()) or name in n.split(";") for n in names]]
+    return runs[[(not n.strip()) or name in n.split(";") for n in _names(runs)]]
+
+
+def _names(runs: pd.DataFrame) -> pd.Series:
+    """A record's ``for`` column as text ("" where a row names nothing, or the record has no such column)."""
+    if "for" not in runs:
+        return pd.Series([""] * len(runs), index=runs.index, dtype=str)
+    return runs["for"].astype(object).fillna("").astype(str)  # an all-empty column reads as float64
 
 
 def _git(repo: Path, *args: str) -> Optional[str]:
@@ -283,8 +289,7 @@ def would_not_count(record: Optional[Path], own: tuple[str, ...]) -> list[str]:
                    "(git worktree add)")
     if record is not None and Path(record).is_file():
         runs = pd.read_csv(record, dtype=str, keep_default_na=False)
-        names = runs["for"] if "for" in runs else pd.Series([""] * len(runs), index=runs.index)
-        for run in runs.run[~runs.run.str.startswith(own) & (names.str.strip() == "")]:
+        for run in runs.run[~runs.run.str.startswith(own) & (_names(runs).str.strip() == "")]:
             out.append(f"{record}: the row of {run} names no file in its 'for' column, so it stands behind every file "
                        "of the report, this target's included, and its date would fault them: name the files it made")
     return out

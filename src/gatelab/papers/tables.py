@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -67,8 +68,13 @@ def _stamp(csv: Path) -> str:
     """A twin's first line: the CSV's name and a hash of its bytes and of this renderer, all that the twin is made
     of: an equal line is an equal twin, so the page renders again only the twins of changed CSVs (rendering all 114
     took two thirds of the page's time)."""
-    renderer = (inspect.getsource(latex) + inspect.getsource(tex_of_csv)).encode()
-    return f"{TWIN}{Path(csv).name} (sha1 {hashlib.sha1(Path(csv).read_bytes() + renderer).hexdigest()[:12]})"
+    return f"{TWIN}{Path(csv).name} (sha1 {hashlib.sha1(Path(csv).read_bytes() + _renderer()).hexdigest()[:12]})"
+
+
+@lru_cache(maxsize=1)
+def _renderer() -> bytes:
+    """The source of what makes a twin (read once a process)."""
+    return (inspect.getsource(latex) + inspect.getsource(tex_of_csv)).encode()
 
 
 def tex_of_csv(csv: Path) -> str:
