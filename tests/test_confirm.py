@@ -134,3 +134,37 @@ def test_the_dry_run_says_how_many_of_figures1_4s_fresh_nets_are_kept(tmp_path, 
     assert confirm._nets_done(by["dgn-figures1-4"], 100, parts.parent) == \
         f"3 of its 210 nets done ({parts}; it resumes there)"
     assert confirm._nets_done(by["dgn-figure10"], 100, parts.parent) == ""
+
+
+def test_figures1_4s_row_in_runs_csv_is_made_of_its_kept_nets(tmp_path, monkeypatch):
+    """Figs 1-4's row in runs.csv comes from its kept nets, not from the command that last rendered them: the first
+    net's time, every commit that made one (nets carried in git from another session's machine keep theirs), dirty
+    where any net was made from a dirty tree or records nothing; nets of the exploratory runs 0-9 are not its."""
+    import json
+    import subprocess
+    import pandas as pd
+    from gatelab.papers.dgn import figures
+    monkeypatch.setattr(confirm, "REPORTS_ROOT", str(tmp_path / "reports"))
+    out = tmp_path / "reports" / "dgn-figures-paper"
+    (out / figures.PARTS).mkdir(parents=True)
+    for (kind, w, d, run), made in {
+            ("frg", 25, 2, 100): {"at": "2026-12-07T11:00:00Z", "commit": "bbb", "dirty": False},
+            ("frg", 500, 20, 109): {"at": "2026-12-06T10:00:00Z", "commit": "aaa", "dirty": False},
+            ("relu", 100, 4, 104): {"at": "2026-12-07T12:00:00Z", "commit": "aaa", "dirty": False},
+            ("frg", 25, 2, 0): {"at": "2026-11-01T00:00:00Z", "commit": "old", "dirty": True}}.items():
+        (out / figures.PARTS / figures._part_name(kind, "square", w, d, run, 1000)).write_text(json.dumps({"made": made}))
+
+    def render(argv):  # the figure command, its nets already kept: it renders the CSVs
+        (out / "dgn_figure3.csv").write_text(f"x\n{len(list(out.glob('.parts/*')))}\n")
+        return 0
+    monkeypatch.setattr(subprocess, "call", render)
+    t = {t.name: t for t in confirm.TARGETS}["dgn-figures1-4"]
+    assert confirm.run_figure(t) == 0
+    row = pd.read_csv(out / "runs.csv", dtype=str, keep_default_na=False).to_dict("records")
+    assert row == [{"run": "dgn-figures1-4/seed100", "seed": "100", "status": "completed",
+                    "started_at": "2026-12-06T10:00:00Z", "commits": "aaa;bbb", "dirty": "False",
+                    "for": "dgn_figure3.csv"}]
+    (out / figures.PARTS / figures._part_name("galu", "square", 100, 6, 100, 1000)).write_text("{}")  # says nothing
+    assert confirm.run_figure(t) == 0
+    row = pd.read_csv(out / "runs.csv", dtype=str, keep_default_na=False).to_dict("records")
+    assert len(row) == 1 and row[0]["dirty"] == "True" and row[0]["started_at"] == ""

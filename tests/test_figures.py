@@ -161,6 +161,23 @@ def test_figure10_writes_and_replots(tmp_path):
     assert "dgn_figure10" in dgn.replot(tmp_path, "quick") and (tmp_path / "dgn_figure10.png").stat().st_size > 0
 
 
+def test_the_figures1_4_command_says_which_cpus_made_its_nets(tmp_path, monkeypatch):
+    """PROVENANCE.md's line of ``figures1-4`` counts its nets by the CPU that made each (nets carried in git from
+    another session's machine keep theirs), read from the kept nets, not from the machine that rendered them."""
+    import json
+    from gatelab.core.machine import cpu_model
+    from gatelab.papers.dgn import figures as F
+    monkeypatch.setitem(dgn.FRG_SCALES, "quick", dict(depths=[2], widths=[8], runs=2, runs_fig4=1, entry_runs=2,
+                                                      steps=3, w_galu=8))
+    dgn.main(["figures1-4", "--scale", "quick", "--out", str(tmp_path)])
+    assert f"'nets made on': {{'{cpu_model()}': 4}}" in (tmp_path / "PROVENANCE.md").read_text()
+    part = next((tmp_path / F.PARTS).glob("relu-*.json"))
+    doc = json.loads(part.read_text())
+    part.write_text(json.dumps({**doc, "made": {**doc["made"], "cpu": "a Zen 5"}}))
+    dgn.main(["figures1-4", "--scale", "quick", "--out", str(tmp_path)])
+    assert f"'nets made on': {{'{cpu_model()}': 3, 'a Zen 5': 1}}" in (tmp_path / "PROVENANCE.md").read_text()
+
+
 def test_dgn_figures_write_files_and_gd_converges(tmp_path):
     scale = dict(depths=[2, 4], widths=[16], runs=1, entry_runs=2, steps=20, w_galu=16)
     for kind, res in dgn.figures1_4(scale, tmp_path).items():
@@ -177,6 +194,29 @@ def test_dgn_figures_write_files_and_gd_converges(tmp_path):
     assert all((tmp_path / f"{name}.png").stat().st_size > 0 for name in names)
     assert {p.name: p.read_bytes() for p in tmp_path.glob("*.csv")} == csvs
     assert "python -m gatelab.papers.dgn replot --scale quick" in (tmp_path / "PROVENANCE.md").read_text()
+
+
+def test_a_kept_net_says_what_made_it_and_nets_of_other_code_stop_figures1_4_before_it_trains(tmp_path):
+    """Each kept net records its time, commit, tree state and CPU (a confirmation's runs.csv is made of them; they
+    travel in git between sessions' machines); a net kept by other code (a commit whose src/ differs, or one git
+    does not know) stops figures1_4 before it trains anything: nets of two codes are never averaged."""
+    import json
+    from gatelab.core.results import git_commit
+    from gatelab.papers.dgn import figures as F
+    scale = dict(depths=[2], widths=[8], runs=2, runs_fig4=1, entry_runs=2, steps=3, w_galu=8)
+    parts = tmp_path / F.PARTS
+    F.frg_data(dict(scale, runs=1), "frg", parts=parts)
+    made = F.parts_made(scale, parts, ("frg",))
+    assert len(made) == 1 and made[0]["commit"] == git_commit() and made[0]["dirty"] in (True, False)
+    assert made[0]["at"].endswith("Z") and made[0]["cpu"]
+    assert F.stale_parts(scale, parts, ("frg",)) == []
+    part = parts / F._part_name("frg", "square", 8, 2, 0, 3)
+    doc = json.loads(part.read_text())
+    part.write_text(json.dumps({**doc, "made": {**doc["made"], "commit": "0000000"}}))
+    assert F.stale_parts(scale, parts, ("frg",)) == ["0000000"]
+    with pytest.raises(SystemExit, match="made by code at 0000000"):
+        F.figures1_4(scale, tmp_path, kinds=("frg",))
+    assert F.nets_done(scale, parts, ("frg",)) == (1, 2) and not list(tmp_path.glob("*.csv"))  # nothing trained
 
 
 def test_frg_nets_are_seeded_by_their_key_and_a_rerun_resumes_from_the_finished_ones(tmp_path):

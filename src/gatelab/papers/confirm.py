@@ -160,7 +160,7 @@ def design(need: Optional[dict] = None, again: bool = False) -> dict[Path, int]:
         run, _ = seeds_of(t, need)
         for c in _claims_of(t):
             n, how = need.get(c.id, (t.least, "the recipe's count"))
-            path = Path(claims_mod.__file__).parent / claims_mod.PACKAGES[_paper_of(t, c)] / "claims.yaml"
+            path = Path(claims_mod.__file__).parent / claims_mod.PACKAGES[next(p for p, i in t.items if i == c.item)] / "claims.yaml"
             line = (f"  confirm: {{from: {HELD_OUT}, seeds: {run}, needed: {min(n, stats.MAX_SEEDS + 1)}, "
                     f"basis: {yaml.safe_dump(how, default_style=chr(34), width=1000).strip()}}}")
             text = path.read_text()
@@ -176,10 +176,6 @@ def design(need: Optional[dict] = None, again: bool = False) -> dict[Path, int]:
             path.write_text(text[:start] + body + text[start + (end.start() if end else len(text) - start):])
             written[path] = written.get(path, 0) + 1
     return written
-
-
-def _paper_of(t: Target, c) -> str:
-    return next(p for p, item in t.items if item == c.item)
 
 
 def recipe_of(t: Target, data: Optional[str]):
@@ -237,17 +233,19 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
     return "\n".join(lines)
 
 
-def _nets_done(t: Target, seed: int, out: Path) -> str:
-    """How far a fresh-net target that keeps its nets as it goes (paper 002's Figs 1-4) has come; "" for the others."""
+def _nets_done(t: Target, seed: int, out: Path, made: bool = False):
+    """How far a target that keeps its nets as it goes (002's Figs 1-4) has come, or (``made``) what each net records."""
     if t.name != "dgn-figures1-4":
-        return ""
-    from gatelab.papers.dgn.figures import FRG_SCALES, PARTS, nets_done
-    done, total = nets_done({**FRG_SCALES["paper"], "first_run": seed}, out / PARTS)
+        return None if made else ""
+    from gatelab.papers.dgn.figures import FRG_SCALES, PARTS, nets_done, parts_made
+    scale = {**FRG_SCALES["paper"], "first_run": seed}
+    if made:
+        return parts_made(scale, out / PARTS)
+    done, total = nets_done(scale, out / PARTS)
     return f"{done} of its {total} nets done ({out / PARTS}; it resumes there)"
 
 
-def _runs_left(steps) -> int:
-    """The runs with steps left to train (a completed one has none; a stopped one its remaining steps)."""
+def _runs_left(steps) -> int:  # the runs with steps left to train (a stopped one: its remaining steps)
     return sum(1 for s in steps for r in s.runs if r.steps > 0)
 
 
@@ -304,7 +302,7 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
     import time
     import pandas as pd
     from gatelab.core.results import git_commit, git_tree
-    from gatelab.papers.preregistration import COLUMNS, RUNS, merge_rows
+    from gatelab.papers.preregistration import COLUMNS, RUNS, merge_rows, parts_row
     seed, out = min(int(c["from"]) for c in _declared(t)), Path(REPORTS_ROOT) / t.report
     n = max(int(c["seeds"]) for c in _declared(t))
     started, commit, dirty = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_commit(), git_tree().get("git_dirty")
@@ -317,6 +315,8 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
     made = ";".join(sorted(k for k, v in _stamps(out).items() if before.get(k) != v))  # what this command wrote
     if t.runs:  # the runs it trained speak for themselves: each one's seed, start, commits, tree
         mine = pd.read_csv(write_runs([Path(RUNS_ROOT) / t.runs], out / f".{t.name}"), dtype={"commits": str})
+    elif _nets_done(t, seed, out, made=True) is not None:  # its kept nets, each with its own start, commit, tree
+        mine = pd.DataFrame([parts_row(f"{t.name}/seed{seed}", seed, _nets_done(t, seed, out, made=True))])
     else:
         mine = pd.DataFrame([{"run": f"{t.name}/seed{s}", "seed": s, "status": "completed", "started_at": started,
                               "commits": commit, "dirty": dirty if dirty is not None else True}

@@ -263,6 +263,15 @@ def write_runs(run_roots: Iterable[Path], out: Path) -> Path:
     return Path(out) / RUNS
 
 
+def parts_row(run: str, seed: int, made: list[dict]) -> dict:
+    """The row of a figure whose random nets were kept one by one (paper 002's Figs 1-4: ``parts_made``): its
+    first net's time, every commit that made one, and dirty where a net was made from a dirty tree or says nothing."""
+    made = sorted(made, key=lambda m: m.get("at") or "")
+    return {"run": run, "seed": seed, "status": "completed", "started_at": made[0].get("at") if made else None,
+            "commits": ";".join(dict.fromkeys(str(m.get("commit")) for m in made)),
+            "dirty": not made or any(m.get("dirty") is not False for m in made)}
+
+
 def merge_rows(path: Path, mine: pd.DataFrame, own: tuple[str, ...]) -> None:
     """Write ``mine`` into a report's runs.csv beside the rows of the other commands that render into the same report
     (paper 002's Figs 1-4, 7-8 and 10 share dgn-figures-paper): the rows whose run begins with ``own`` (this

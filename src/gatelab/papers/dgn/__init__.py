@@ -22,12 +22,13 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 from gatelab.papers import plotting, report
 from gatelab.papers.dgn.figures import (  # noqa: F401
     FRG_SCALES, FIG4_INPUTS, frg_network, ideal_frg_spectrum, frg_entries, frg_data, figure1_plot, figure2_plot,
-    convergence_plot, figures1_4, fill_backwards, PARTS)
+    convergence_plot, figures1_4, fill_backwards, parts_made, PARTS)
 from gatelab.papers.dgn.adaptable_gates import (  # noqa: F401
     FIG7_SCALES, FIG7_NETWORKS, NU_NETWORKS, figure7_8_data, figure7_plot, figure8_plot, figures7_8)
 from gatelab.papers.dgn.figure10 import EXP8, exp8_data, exp8_summary, figure10  # noqa: F401
@@ -71,6 +72,15 @@ def _print_figures1_4(results: dict) -> None:
         print(f"{kind}: final ‖e_t‖²/‖e_0‖² by (width, depth):\n{final.to_string()}\n")
         if kind == "frg":
             print(f"K0/d entries vs ideal:\n{res['entries'].to_string(index=False)}\n")
+
+
+def _figures1_4(args) -> dict:
+    """Figs 1-4 from ``args.seed``; the scale PROVENANCE.md gives, with the CPUs that made its nets (nets carried
+    in git from other sessions' machines too)."""
+    scale = {**FRG_SCALES[args.scale], **({"first_run": args.seed} if args.seed else {})}
+    _print_figures1_4(figures1_4(scale, args.out, args.kinds, args.inputs))
+    cpus = Counter(m.get("cpu", "not recorded") for m in parts_made(scale, args.out / PARTS, args.kinds, args.inputs))
+    return {**scale, "nets made on": dict(cpus)}
 
 
 def _figures7_8_options(p) -> None:
@@ -130,8 +140,7 @@ def main(argv=None) -> None:
     if args.what == "figures1-4":
         if args.fill_backwards:
             return _fill_backwards(args)
-        scale = {**FRG_SCALES[args.scale], **({"first_run": args.seed} if args.seed else {})}
-        _print_figures1_4(figures1_4(scale, args.out, args.kinds, args.inputs))
+        scale = _figures1_4(args)
     else:
         scale = {**FIG7_SCALES[args.scale], **({"first_seed": args.seed} if args.seed else {}),
                  **({"seeds": args.seeds} if args.seeds else {})}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 import zlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -144,13 +146,48 @@ def _one_net(kind: str, inputs: str, w: int, d: int, run: int, steps: int, parts
     weights, g = frg_network(len(x), w, d, gen, gates=kind, d_in=d_in)
     gates = _gates_for(kind, g, x)
     res = {"eig": torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x) / d).tolist(),
-           "err_ratio": _train_gd(weights, gates, x, y, steps)}
+           "err_ratio": _train_gd(weights, gates, x, y, steps),
+           "made": {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **_made_by()}}
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(res))
         os.replace(tmp, path)
     return res
+
+
+@lru_cache(maxsize=1)
+def _made_by() -> dict:
+    """The commit, tree state and CPU of the process that trains nets, read once: each part records them beside its
+    time, so a report resumed from parts made elsewhere (another session's machine, carried in git) says which code
+    and machine made each net (:func:`parts_made`)."""
+    from gatelab.core.machine import cpu_model
+    from gatelab.core.results import git_commit, git_tree
+    return {"commit": git_commit(), "dirty": git_tree().get("git_dirty", True), "cpu": cpu_model()}
+
+
+def _part_paths(scale: dict, parts: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> list[Path]:
+    return [Path(parts) / _part_name(k, inputs, w, d, r, scale["steps"]) for k in kinds for w, d, r in _keys(scale, k)]
+
+
+def parts_made(scale: dict, parts: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> list[dict]:
+    """What each kept net of :func:`figures1_4` at ``scale`` records of its making (``at``, ``commit``, ``dirty``,
+    ``cpu``; {} for a part written before parts recorded it): the record a confirmation's ``runs.csv`` is made of."""
+    return [json.loads(p.read_text()).get("made", {}) for p in _part_paths(scale, parts, kinds, inputs) if p.exists()]
+
+
+def stale_parts(scale: dict, parts: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> list[str]:
+    """The commits of kept nets whose code differs from the checkout's (``git diff`` of ``src/`` between them): nets
+    made by other code must not be averaged with this code's, so :func:`figures1_4` stops on them."""
+    import subprocess
+    here = _made_by()["commit"]
+    out = []
+    for c in sorted({m.get("commit") for m in parts_made(scale, parts, kinds, inputs) if m.get("commit")} - {here}):
+        same = subprocess.run(["git", "diff", "--quiet", c, "HEAD", "--", "src"], cwd=Path(__file__).parent,
+                              capture_output=True, timeout=60).returncode == 0
+        if not same:
+            out.append(c)
+    return out
 
 
 def _keys(scale: dict, kind: str) -> list[tuple[int, int, int]]:
@@ -162,8 +199,8 @@ def _keys(scale: dict, kind: str) -> list[tuple[int, int, int]]:
 
 def nets_done(scale: dict, parts: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> tuple[int, int]:
     """(nets kept in ``parts``, nets of :func:`figures1_4` at ``scale``): how far a stopped job has come."""
-    keys = [(k, w, d, r) for k in kinds for w, d, r in _keys(scale, k)]
-    return sum((Path(parts) / _part_name(k, inputs, w, d, r, scale["steps"])).exists() for k, w, d, r in keys), len(keys)
+    paths = _part_paths(scale, parts, kinds, inputs)
+    return sum(p.exists() for p in paths), len(paths)
 
 
 def fill_backwards(scale: dict, kind: str, inputs: str, parts: Path) -> int:
@@ -298,12 +335,19 @@ def convergence_plot(res: dict, widths: list, depths: list, name: str, runs: int
 FIG4_NAMES = {"square": "", "sphere10": "_sphere10"}  # file suffix per Figure 4 input set
 
 
-PARTS = ".parts"  # under a report's folder: one JSON per finished net (git ignores it); a rerun resumes from it
+PARTS = ".parts"  # under a report's folder: one JSON per finished net; a rerun resumes from it (git keeps only a
+# confirmation's: docs/reproducing.md, "Carried across machines")
 
 
 def figures1_4(scale: dict, out: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> dict[str, dict]:
     """Figures 1-3 (DGN-FRG) and 4 (GaLU, ReLU, on ``inputs``): PNG + PDF + CSV in ``out``; each net is kept
-    in ``out/.parts`` as it finishes, so a killed job, rerun, starts at the first net it lacks."""
+    in ``out/.parts`` as it finishes, so a killed job, rerun, starts at the first net it lacks; nets kept by other
+    code (:func:`stale_parts`) stop it before any training."""
+    stale = stale_parts(scale, Path(out) / PARTS, kinds, inputs)
+    if stale:
+        raise SystemExit(f"{Path(out) / PARTS}: nets kept there were made by code at {', '.join(stale)}, and src/ has "
+                         "changed since: resume from a worktree at that commit (git worktree add --detach DIR "
+                         f"{stale[0]}, then copy the parts there), or move the parts away to start again")
     results = {}
     for kind, name in (("frg", "DGN-FRG"), ("galu", "GaLU"), ("relu", "ReLU")):
         if kind not in kinds:
