@@ -103,7 +103,7 @@ def test_confirm_refuses_before_training_when_its_runs_could_not_pre_register(tm
     from gatelab.core import results
     monkeypatch.setattr(confirm, "REPORTS_ROOT", str(tmp_path / "reports"))
     trained = []
-    monkeypatch.setattr(confirm, "run", lambda t, data, jobs: trained.append(t.name) or 0)
+    monkeypatch.setattr(confirm, "run", lambda t, data, jobs, slurm=None: trained.append(t.name) or 0)
     tree = {"git_dirty": True, "git_diff_sha1": "abc", "git_changed": ["src/gatelab/nets/dgn.py"]}
     monkeypatch.setattr(results, "git_tree", lambda top=None: dict(tree))
     assert confirm.main(["dgn-figure10"]) == 2 and not trained
@@ -168,3 +168,42 @@ def test_figures1_4s_row_in_runs_csv_is_made_of_its_kept_nets(tmp_path, monkeypa
     assert confirm.run_figure(t) == 0
     row = pd.read_csv(out / "runs.csv", dtype=str, keep_default_na=False).to_dict("records")
     assert len(row) == 1 and row[0]["dirty"] == "True" and row[0]["started_at"] == ""
+
+
+def test_confirm_on_slurm_queues_the_held_out_runs_and_status_renders_them_once_done(tmp_path, monkeypatch, capsys):
+    """``confirm TARGET --slurm`` queues exactly the runs a run here would train (the held-out seeds, below
+    outputs/confirm/) with a journal of its own, after the same preflight (a dirty tree queues nothing); a figure
+    target is one job running ``confirm TARGET`` on a node; ``--status`` renders the reports and runs.csv only once
+    every job is done (3 while one is queued, 1 when one failed)."""
+    from gatelab.core import results
+    from gatelab.launch import submit
+    from gatelab.papers import confirm_slurm
+    from conftest import write_tiny_data
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GATELAB_DATA", str(write_tiny_data(tmp_path / "data")))
+    monkeypatch.setattr(results, "git_tree", lambda top=None: {"git_dirty": False})
+    queued = []
+    monkeypatch.setattr(submit, "submit", lambda name, waves, figures, folder, params: queued.append(
+        (name, [r.dir for w in waves for s in w for r in s.runs], figures, folder, params)) or [])
+    assert confirm.main(["dgn-figure5", "--slurm", "--slurm-set", "partition=gpu"]) == 0
+    (name, runs, figures, folder, params), = queued
+    assert folder == Path("outputs/slurm/confirm-dgn-figure5-reduced") and params["partition"] == "gpu"
+    assert len(runs) == 18 and all(str(d).startswith("outputs/confirm/") for d in runs)
+    assert sorted({int(Path(d).name.split("-")[0][4:]) for d in runs}) == [100, 101, 102]  # the held-out seeds
+    queued.clear()
+    assert confirm.main(["dgn-figure10", "--slurm"]) == 0
+    assert queued[0][1] == [] and queued[0][2] == [["gatelab", "confirm", "dgn-figure10"]]
+    monkeypatch.setattr(results, "git_tree", lambda top=None: {"git_dirty": True, "git_changed": ["src/x.py"]})
+    queued.clear()
+    assert confirm.main(["dgn-figure5", "--slurm"]) == 2 and not queued and "uncommitted" in capsys.readouterr().err
+    monkeypatch.setattr(results, "git_tree", lambda top=None: {"git_dirty": False})
+    assert confirm.main(["dgn-figure5", "--status"]) == 2  # nothing submitted: no journal
+    rendered, states = [], ["pending"]
+    monkeypatch.setattr(submit, "load_journal", lambda folder: [submit.Entry("a", 1, [], [])])
+    monkeypatch.setattr(submit, "status", lambda es: [submit.Status(e, states[0]) for e in es])
+    monkeypatch.setattr(confirm_slurm, "render", lambda r: rendered.append(r.name) or 0)
+    assert confirm.main(["dgn-figure5", "--status"]) == 3 and not rendered
+    states[0] = "failed"
+    assert confirm.main(["dgn-figure5", "--status"]) == 1 and not rendered
+    states[0] = "done"
+    assert confirm.main(["dgn-figure5", "--status"]) == 0 and rendered == ["dgn-figure5"]

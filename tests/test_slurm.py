@@ -378,3 +378,23 @@ def test_a_job_that_meets_its_time_limit_requeues_resumes_and_ends_as_if_uninter
     print(f"time limit: job {entry.job_id} ({epochs} epochs, {per_epoch:.2f} s each) met its 3-minute limit, "
           f"requeued {_restarts(cluster, entry.job_id)} time(s), resumed from epoch {res['resumed_from_epoch']}; "
           "history and weights equal to the uninterrupted run's")
+
+
+def test_a_confirmation_figure_target_runs_as_one_job_and_status_follows_it_to_its_runs_record(cluster, tmp_path):
+    """``confirm dgn-figure10 --slurm`` queues one job that runs ``confirm dgn-figure10`` on the node, and
+    ``--status`` follows it (3 until it is done, then 0): the report and its runs.csv are written where the job
+    ran, the row naming the held-out seed, the commit and a clean tree."""
+    from gatelab.core.results import git_commit, git_tree
+    if git_tree().get("git_dirty"):  # confirm refuses uncommitted code before it queues anything (test_confirm.py)
+        _cannot("the checkout has uncommitted changes: confirm --slurm refuses to queue its runs")
+
+    def confirm(*args):
+        return subprocess.run([sys.executable, "-m", "gatelab", "confirm", "dgn-figure10", *args], capture_output=True,
+                              text=True, env=cluster, cwd=tmp_path, timeout=300)
+    p = confirm("--slurm", *(f"--slurm-set={s}" for s in ("gpus_per_node=0", "cpus_per_task=1", "mem_gb=2")))
+    assert p.returncode == 0 and "submitted: 1 job(s) queued" in p.stdout, p.stdout + p.stderr
+    assert confirm("--status").returncode in (0, 3)
+    _until(lambda: confirm("--status").returncode == 0)
+    record = (tmp_path / "outputs/reports/confirm/dgn-figures-paper/runs.csv").read_text().splitlines()
+    assert record[1].startswith(f"dgn-figure10/seed100,100,completed,") and f",{git_commit()},False," in record[1]
+    assert (tmp_path / "outputs/reports/confirm/dgn-figures-paper/dgn_figure10.csv").is_file()

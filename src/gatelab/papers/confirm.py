@@ -1,23 +1,17 @@
-"""``python -m gatelab confirm [--dry-run] [--design] [TARGET ...]``: the confirmation runs (issues #54, #55).
+"""``python -m gatelab confirm [--dry-run] [--design] [--slurm | --status] [TARGET ...]``: the confirmation runs
+(issues #54, #55).
 
-The results that exist are the exploratory data. From them, :func:`design` sizes each claim's fresh runs: for an
-ordering or ``nearer`` the seeds per cell that give 80% power at its α (``statsmodels.stats.power``, from the
-observed effect and spread, α divided by the item's number of claims as Holm's first step); for an equivalence the
-seeds whose TOST power reaches 80% at the observed difference; for a threshold the seeds that bring the interval
-under its cap less its precision (the width falls as 1/√n); for a feature or a published mean ± std the recipe's
-own count (a deterministic test of named quantities, or the paper's number of runs: no power to compute). Where
-the number is beyond the target's bound (:attr:`Target.most`, from its price here) the bound is what runs, and the
-claim can then be at most "not shown" at the power it had. ``--design`` writes each claim's ``confirm: {from,
-seeds, needed, power}`` into its ``claims.yaml`` (committed before any confirmation run); ``--dry-run`` lists, per
-target, its items, claims, seeds, held-out block and price on this machine; ``confirm TARGET`` trains exactly those
-runs (resumable: the recipe's plan), renders the reports into ``outputs/reports/confirm/<report>`` and writes the
-``runs.csv`` that :mod:`gatelab.papers.preregistration` reads.
+The results that exist are the exploratory data; :mod:`gatelab.papers.confirm_design` sizes each claim's fresh runs
+from them and ``--design`` writes each claim's ``confirm: {from, seeds, needed, basis}`` into its ``claims.yaml``
+(committed before any confirmation run). ``--dry-run`` lists, per target, its items, claims, seeds, held-out block
+and price on this machine; ``confirm TARGET`` trains exactly those runs (resumable: the recipe's plan), renders the
+reports into ``outputs/reports/confirm/<report>`` and writes the ``runs.csv`` that
+:mod:`gatelab.papers.preregistration` reads; ``--slurm`` queues the same runs on a cluster and ``--status`` follows
+them to the same reports (:mod:`gatelab.papers.confirm_slurm`).
 """
 from __future__ import annotations
 
 import argparse
-import math
-import re
 import shlex
 import sys
 from dataclasses import dataclass
@@ -26,7 +20,8 @@ from typing import Optional
 
 import yaml
 
-from gatelab.papers import claims as claims_mod, outcomes, stats
+from gatelab.papers import claims as claims_mod
+from gatelab.papers.confirm_design import design, needed, seeds_of  # noqa: F401 (the CLI's --design)
 from gatelab.papers.preregistration import HELD_OUT, write_runs
 
 RUNS_ROOT, REPORTS_ROOT = "outputs/confirm", "outputs/reports/confirm"
@@ -95,87 +90,6 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
     Target("table2-conv", "table2", "conv-reduced", (("001", "Table 2: CIFAR-10 rows"),), 5, 5, "16 h at 5 seeds"),
 )
 NOT_BUILT: dict[str, str] = {}  # items whose runs no command can yet draw on held-out seeds (none left)
-
-
-def _power_of(j) -> tuple[int, float]:
-    """(seeds needed, Cohen's d or the difference) for one judged claim, at α over the claims of its item."""
-    k = max(1, len([x for x in outcomes.RECORD if x.claim.item == j.claim.item]))
-    alpha = j.test.alpha / k
-    sd = j.test.se * math.sqrt(j.n / 2) if j.n else math.nan
-    if j.claim.kind == "equivalence":
-        return stats.tost_seeds_for(j.test.diff, sd, float(j.claim.margin), alpha), j.test.diff
-    d = stats.effect(j.test, j.n) if j.test.diff > 0 else 0.0  # an effect the other way: no n shows the claim
-    return stats.seeds_for(d, alpha), d
-
-
-def needed() -> dict[str, tuple[int, str]]:
-    """{claim id: (seeds needed, how)} from every exploratory result the page reads (outcomes.RECORD/THRESHOLDS)."""
-    from gatelab.papers import page
-    outcomes.RECORD.clear()
-    outcomes.THRESHOLDS.clear()
-    page.rows(page.REPORTS, confirmations=False)
-    out: dict[str, tuple[int, str]] = {}
-    for j in outcomes.RECORD:
-        cid = j.claim.id.split("[")[0]
-        n, d = _power_of(j)
-        how = (f"TOST at Δ {d:+.2f}, n {j.n}" if j.claim.kind == "equivalence" else f"d {d:.2f} at n {j.n}")
-        if cid not in out or n > out[cid][0]:
-            out[cid] = (n, how)
-    for c, t in outcomes.THRESHOLDS:
-        w, cap = t.width(), float(c.decides_within) - float(c.precision)
-        n = t.seeds if w <= cap else (stats.MAX_SEEDS + 1 if not math.isfinite(w) else math.ceil(t.seeds * (w / cap) ** 2))
-        if c.id not in out or n > out[c.id][0]:
-            out[c.id] = (max(2, n), f"interval {w:.3f} wide at {t.seeds} seeds, cap {cap:g}")
-    return out
-
-
-def _claims_of(t: Target) -> list:
-    out = []
-    for paper, item in t.items:
-        out += [c for c in claims_mod.paper_claims(claims_mod.PACKAGES[paper]) if c.item == item and c.kind != "identity"]
-    return out
-
-
-def seeds_of(t: Target, need: dict) -> tuple[int, list[str]]:
-    """(the seeds the target runs, one line per claim: needed, run, power)."""
-    lines, run = [], t.least
-    for c in _claims_of(t):
-        n, how = need.get(c.id, (t.least, "a feature or published number: the recipe's count"))
-        run = max(run, min(n, t.most))
-        lines.append((c, n, how))
-    out = []
-    for c, n, how in lines:
-        reach = "" if n <= run else f"; out of reach (bound {t.most}): at most not shown"
-        out.append(f"  {c.id}: needs {n if n <= stats.MAX_SEEDS else '>' + str(stats.MAX_SEEDS)} ({how}); runs {run}{reach}")
-    return run, out
-
-
-def design(need: Optional[dict] = None, again: bool = False) -> dict[Path, int]:
-    """Write each target's claims' ``confirm:`` lines into their claims.yaml (the text kept, one line added per
-    claim); {file: claims written}. A claim that has one keeps it (``again``: replaced): a design once committed is
-    what its runs are judged by, and rewriting it would make them rule after results."""
-    need = needed() if need is None else need
-    written: dict[Path, int] = {}
-    for t in TARGETS:
-        run, _ = seeds_of(t, need)
-        for c in _claims_of(t):
-            n, how = need.get(c.id, (t.least, "the recipe's count"))
-            path = Path(claims_mod.__file__).parent / claims_mod.PACKAGES[next(p for p, i in t.items if i == c.item)] / "claims.yaml"
-            line = (f"  confirm: {{from: {HELD_OUT}, seeds: {run}, needed: {min(n, stats.MAX_SEEDS + 1)}, "
-                    f"basis: {yaml.safe_dump(how, default_style=chr(34), width=1000).strip()}}}")
-            text = path.read_text()
-            head = re.search(rf"^- id: {re.escape(c.id)}\n", text, re.M)
-            if head is None:
-                continue
-            start = head.end()
-            end = re.search(r"^(- id: |#|\s*$)", text[start:], re.M)
-            body = text[start:start + (end.start() if end else len(text) - start)]
-            if "\n  confirm: " in "\n" + body and not again:
-                continue
-            body = re.sub(r"^  confirm: .*\n", "", body, flags=re.M) + line + "\n"
-            path.write_text(text[:start] + body + text[start + (end.start() if end else len(text) - start):])
-            written[path] = written.get(path, 0) + 1
-    return written
 
 
 def recipe_of(t: Target, data: Optional[str]):
@@ -346,12 +260,17 @@ def _stamps(out: Path) -> dict[str, int]:
             and p.name != "runs.csv"} if Path(out).is_dir() else {}
 
 
-def run(t: Target, data: Optional[str], jobs: int = 1) -> int:
+def run(t: Target, data: Optional[str], jobs: int = 1, slurm: Optional[tuple[str, list]] = None) -> int:
+    """Train ``t``'s held-out runs here (``jobs`` at a time) and render its reports; ``slurm``: ("submit" or
+    "status", the ``--slurm-set`` settings) queues them on SLURM or follows them there."""
     from gatelab.launch import recipes
     if not _declared(t):
         print(f"gatelab confirm: {t.name}: no confirm block declared in its claims (python -m gatelab confirm "
               "--design, then commit, first)", file=sys.stderr)
         return 2
+    if slurm:
+        from gatelab.papers import confirm_slurm
+        return confirm_slurm.run(t, data, *slurm)
     if t.figure:
         return run_figure(t, data)
     r, block = recipe_of(t, data)
@@ -362,7 +281,13 @@ def run(t: Target, data: Optional[str], jobs: int = 1) -> int:
         for f in failed:
             print(f"failed: {f}", file=sys.stderr)
         return 1
-    command = "python -m gatelab confirm " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    return render(r)
+
+
+def render(r) -> int:
+    """A recipe target's reports from its finished runs, each with its ``runs.csv`` (after the runs here or on SLURM)."""
+    from gatelab.launch import recipes
+    command = "python -m gatelab confirm " + " ".join(shlex.quote(a) for a in sys.argv[2:]).replace("--status", "--slurm")
     failed = recipes.run_figures_and_reports(r, command)
     roots = sorted({o.split("=", 1)[1] for rs in r.runs for o in rs if o.startswith("out_root=")})
     for argv in r.reports:
@@ -379,6 +304,10 @@ def main(argv=None) -> int:
     ap.add_argument("--design", action="store_true", help="write the seeds into the claims.yaml files (commit them)")
     ap.add_argument("--data", default=None, help="data root (default: data.root's, $GATELAB_DATA)")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--slurm", action="store_true", help="queue the runs on SLURM (job arrays, as reproduce --slurm)")
+    ap.add_argument("--status", action="store_true", help="the SLURM jobs' states; once all are done, the reports")
+    ap.add_argument("--slurm-set", action="append", default=[], metavar="KEY=VALUE", help="a SLURM setting "
+                    "(partition, account, gpus_per_node, gpu_kind, ... or any sbatch option, as reproduce's)")
     args = ap.parse_args(argv)
     by_name = {t.name: t for t in TARGETS}
     bad = [x for x in args.targets if x not in by_name]
@@ -397,4 +326,5 @@ def main(argv=None) -> int:
     if faults:  # before any training: runs that cannot pre-register are hours that the page never counts
         print("\n".join(faults), file=sys.stderr)
         return 2
-    return max(run(t, args.data, args.jobs) for t in chosen)
+    slurm = ("status" if args.status else "submit", args.slurm_set) if args.slurm or args.status else None
+    return max(run(t, args.data, args.jobs, slurm) for t in chosen)
