@@ -177,7 +177,6 @@ def test_confirm_on_slurm_queues_the_held_out_runs_and_status_renders_them_once_
     every job is done (3 while one is queued, 1 when one failed)."""
     from gatelab.core import results
     from gatelab.launch import submit
-    from gatelab.papers import confirm_slurm
     from conftest import write_tiny_data
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GATELAB_DATA", str(write_tiny_data(tmp_path / "data")))
@@ -201,7 +200,7 @@ def test_confirm_on_slurm_queues_the_held_out_runs_and_status_renders_them_once_
     rendered, states = [], ["pending"]
     monkeypatch.setattr(submit, "load_journal", lambda folder: [submit.Entry("a", 1, [], [])])
     monkeypatch.setattr(submit, "status", lambda es: [submit.Status(e, states[0]) for e in es])
-    monkeypatch.setattr(confirm_slurm, "render", lambda r: rendered.append(r.name) or 0)
+    monkeypatch.setattr(confirm, "render", lambda r: rendered.append(r.name) or 0)
     assert confirm.main(["dgn-figure5", "--status"]) == 3 and not rendered
     states[0] = "failed"
     assert confirm.main(["dgn-figure5", "--status"]) == 1 and not rendered

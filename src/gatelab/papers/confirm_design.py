@@ -4,7 +4,7 @@ For an ordering or ``nearer``: the seeds per cell that give 80% power at its α 
 the observed effect and spread, α divided by the item's number of claims as Holm's first step); for an equivalence
 the seeds whose TOST power reaches 80% at the observed difference; for a threshold the seeds that bring the interval
 under its cap less its precision; for a feature or a published mean ± std the recipe's own count. Where the number is
-beyond the target's bound (:attr:`gatelab.papers.confirm.Target.most`) the bound runs, and the claim can then be at
+beyond the target's bound (:attr:`gatelab.papers.confirm_targets.Target.most`) the bound runs, and the claim can then be at
 most "not shown". :func:`design` writes each claim's ``confirm:`` line into its ``claims.yaml``.
 """
 from __future__ import annotations
@@ -12,15 +12,13 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import yaml
 
 from gatelab.papers import claims as claims_mod, outcomes, stats
+from gatelab.papers.confirm_targets import TARGETS, Target
 from gatelab.papers.preregistration import HELD_OUT
-
-if TYPE_CHECKING:
-    from gatelab.papers.confirm import Target
 
 
 def _power_of(j) -> tuple[int, float]:
@@ -80,7 +78,6 @@ def design(need: Optional[dict] = None, again: bool = False) -> dict[Path, int]:
     """Write each target's claims' ``confirm:`` lines into their claims.yaml (the text kept, one line added per
     claim); {file: claims written}. A claim that has one keeps it (``again``: replaced): a design once committed is
     what its runs are judged by, and rewriting it would make them rule after results."""
-    from gatelab.papers.confirm import TARGETS
     need = needed() if need is None else need
     written: dict[Path, int] = {}
     for t in TARGETS:

@@ -3,7 +3,7 @@
 A recipe target's held-out runs are queued as ``reproduce --slurm`` queues a recipe's (one job array per wave and
 time limit, each after the arrays that train its prerequisites: :func:`gatelab.launch.submit.submit`), with a
 journal of its own under ``outputs/slurm/confirm-<target>-<scale>``; ``--status`` gives each job's state and, once
-every run is done, renders the reports and their ``runs.csv`` (:func:`gatelab.papers.confirm.render`), as a run here
+every run is done, renders the reports and their ``runs.csv`` (``gatelab.papers.confirm.render``), as a run here
 would. A figure target is one job that runs ``python -m gatelab confirm TARGET`` on a node, its report and
 ``runs.csv`` included. The runs record their own commits and tree states, so a checkout changed between the
 submission and a job's start shows in ``runs.csv`` and the page (:mod:`gatelab.papers.preregistration`).
@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Optional
 
 from gatelab.launch import recipes, submit
-from gatelab.papers.confirm import Target, recipe_of, render
+from gatelab.papers.confirm_targets import Target
 
 
 def journal(t: Target) -> Path:
     return submit.journal_dir(f"confirm-{t.name}", t.scale or "figure")
 
 
-def run(t: Target, data: Optional[str], what: str, sets: list) -> int:
-    """``what``: "submit" queues ``t``'s jobs (exit 0); "status" follows them (0: done and rendered, 3: queued or
-    running, 1: a job failed, 2: nothing submitted)."""
+def run(t: Target, r, data: Optional[str], what: str, sets: list, render) -> int:
+    """``what``: "submit" queues ``t``'s jobs (``r``: its recipe on the held-out seeds; None for a figure target)
+    and exits 0; "status" follows them (0: done and rendered by ``render(r)``, 3: queued or running, 1: a job
+    failed, 2: nothing submitted)."""
     folder = journal(t)
-    r = recipe_of(t, data)[0] if not t.figure else None
     if what == "submit":
         params = submit.settings(sets)
         if t.figure:
