@@ -164,8 +164,8 @@ def run_figure(t: Target, data: Optional[str] = None) -> int:
     made = ";".join(sorted(k for k, v in _stamps(out).items() if before.get(k) != v))  # what this command wrote
     if t.runs:  # the runs it trained speak for themselves: each one's seed, start, commits, tree
         mine = pd.read_csv(write_runs([Path(RUNS_ROOT) / t.runs], out / f".{t.name}"), dtype={"commits": str})
-    elif _nets_done(t, seed, out, made=True) is not None:  # its kept nets, each with its own start, commit, tree
-        mine = pd.DataFrame([parts_row(f"{t.name}/seed{seed}", seed, _nets_done(t, seed, out, made=True))])
+    elif (nets := _nets_done(t, seed, out, made=True)) is not None:  # its kept nets: each one's start, commit, tree
+        mine = pd.DataFrame([parts_row(f"{t.name}/seed{seed}", seed, nets)])
     else:
         mine = pd.DataFrame([{"run": f"{t.name}/seed{s}", "seed": s, "status": "completed", "started_at": started,
                               "commits": commit, "dirty": dirty if dirty is not None else True}

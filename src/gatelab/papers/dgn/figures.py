@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 import zlib
 from functools import lru_cache
 from pathlib import Path
@@ -147,7 +146,7 @@ def _one_net(kind: str, inputs: str, w: int, d: int, run: int, steps: int, parts
     gates = _gates_for(kind, g, x)
     res = {"eig": torch.linalg.eigvalsh(kernels.gated_ntk(weights, gates, x) / d).tolist(),
            "err_ratio": _train_gd(weights, gates, x, y, steps),
-           "made": {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **_made_by()}}
+           "made": {"at": plotting.now(), **_made_by()}}
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
