@@ -206,3 +206,58 @@ def test_confirm_on_slurm_queues_the_held_out_runs_and_status_renders_them_once_
     assert confirm.main(["dgn-figure5", "--status"]) == 1 and not rendered
     states[0] = "done"
     assert confirm.main(["dgn-figure5", "--status"]) == 0 and rendered == ["dgn-figure5"]
+
+
+def test_finished_runs_carried_in_git_resume_a_target_on_a_fresh_machine(tmp_path, monkeypatch, capsys):
+    """``confirm --carry`` keeps each final run's results.json, and the ReLU checkpoint an FLNPF run still to train
+    copies, in outputs/reports/confirm/.carried; on a machine with no outputs/confirm, ``unpack`` puts them back, so
+    the plan trains only what is left (its FLNPF source found); once nothing reads the checkpoint it is dropped; a
+    run carried from other code stops the target before it trains, and a run directory with an attempt of its own
+    keeps it."""
+    import json
+    import shutil
+    from gatelab.launch import plan, recipes
+    from gatelab.core.runs import compose
+    from gatelab.papers import confirm_carry as carry
+    from conftest import TINY_ARCH, write_tiny_data
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GATELAB_DATA", str(write_tiny_data(tmp_path / "data")))
+    r = recipes.Recipe("t", "t", [["regime=flnpf", "arch=fc", *TINY_ARCH["fc"], "epochs=1", "seeds=[100]",
+                                   "progress=false", "out_root=outputs/confirm/t"]])
+
+    def left(waves):
+        return [[x.steps for s in w for x in s.runs] for w in waves]
+    waves = recipes.plan_recipe(r)
+    assert len(waves) == 2 and all(n > 0 for w in left(waves) for n in w)
+    for s in waves[0]:
+        plan.run(compose(s.overrides))  # the ReLU source only: the session ends before its FLNPF run
+    assert carry.pack(r) == {"runs": 1, "new": 1, "sources": 1}
+    assert sorted(p.name for p in carry.CARRIED.rglob("*")if p.is_file()) == ["best.pt", "results.json"]
+    shutil.rmtree("outputs/confirm")  # the next machine
+    assert carry.unpack(r) == 1
+    waves = recipes.plan_recipe(r)  # checks the FLNPF source: present, and the one its results.json names
+    assert len(waves) == 1 and "flnpf" in str(waves[0][0].runs[0].dir) and left(waves)[0][0] > 0  # ReLU done
+    for s in waves[0]:
+        plan.run(compose(s.overrides))
+    assert carry.pack(r) == {"runs": 2, "new": 1, "sources": 0}
+    assert not list(carry.CARRIED.rglob("*.pt"))  # no run reads it any more
+    shutil.rmtree("outputs/confirm")
+    assert carry.unpack(r) == 2 and all(n == 0 for w in left(recipes.plan_recipe(r)) for n in w)
+    own = next(Path("outputs/confirm").rglob("results.json"))
+    shutil.rmtree("outputs/confirm")
+    own.parent.mkdir(parents=True)
+    (own.parent / ".lock").write_text("")  # an attempt of this machine's own, begun before the unpack
+    assert carry.unpack(r) == 1 and not own.exists()
+    path = next(carry.CARRIED.rglob("results.json"))
+    res = json.loads(path.read_text())
+    res["attempts"][0]["commit"] = "0" * 40
+    path.write_text(json.dumps(res))
+    shutil.rmtree("outputs/confirm")
+    try:
+        carry.unpack(r)
+        raise AssertionError("a run carried from unknown code was put back")
+    except SystemExit as e:
+        assert "0" * 40 in str(e) and not Path("outputs/confirm").exists()
+    assert confirm.main(["dgn-figure5", "--carry"]) == 0  # the command a carrying loop calls: nothing to carry yet
+    assert "dgn-figure5: carried in outputs/reports/confirm/.carried: {'runs': 0, 'new': 0, 'sources': 0}" in \
+        capsys.readouterr().out

@@ -186,6 +186,19 @@ def git_tree(top: Optional[Path] = None) -> dict:
             "git_changed": paths[:20] or None}
 
 
+def other_code(commits, top: Optional[Path] = None) -> list[str]:
+    """Those of ``commits`` whose ``src/`` differs from this checkout's HEAD, or that git does not know: results
+    made by other code must not be pooled with this code's (kept nets of paper 002's Figs 1-4, carried runs)."""
+    top = Path(top) if top else Path(__file__).parents[3]
+    here, out = git_commit(), []
+    for c in sorted({str(c) for c in commits if c} - {here}):
+        same = subprocess.run(["git", "diff", "--quiet", c, "HEAD", "--", "src"], cwd=top, capture_output=True,
+                              timeout=60).returncode == 0
+        if not same:
+            out.append(c)
+    return out
+
+
 def attempts(prior: Optional[dict], env: dict) -> list[dict]:
     """Every attempt that trained a run, oldest first: the prior results' (a resumed run keeps them) and this one,
     its start time, commit and whether its tree was dirty (what pre-registration reads, issue #54). A run resumed

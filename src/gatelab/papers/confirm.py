@@ -1,4 +1,4 @@
-"""``python -m gatelab confirm [--dry-run] [--design] [--slurm | --status] [TARGET ...]``: the confirmation runs
+"""``python -m gatelab confirm [--dry-run] [--design] [--slurm | --status] [--carry] [TARGET ...]``: the confirmation runs
 (issues #54, #55).
 
 The results that exist are the exploratory data; :mod:`gatelab.papers.confirm_design` sizes each claim's fresh runs
@@ -7,7 +7,8 @@ from them and ``--design`` writes each claim's ``confirm: {from, seeds, needed, 
 and price on this machine; ``confirm TARGET`` trains exactly those runs (resumable: the recipe's plan), renders the
 reports into ``outputs/reports/confirm/<report>`` and writes the ``runs.csv`` that
 :mod:`gatelab.papers.preregistration` reads; ``--slurm`` queues the same runs on a cluster and ``--status`` follows
-them to the same reports (:mod:`gatelab.papers.confirm_slurm`).
+them to the same reports (:mod:`gatelab.papers.confirm_slurm`); ``--carry`` keeps the finished runs in git for the next
+machine (:mod:`gatelab.papers.confirm_carry`).
 """
 from __future__ import annotations
 
@@ -21,10 +22,8 @@ import yaml
 
 from gatelab.papers import claims as claims_mod
 from gatelab.papers.confirm_design import design, needed, seeds_of  # noqa: F401 (the CLI's --design)
-from gatelab.papers.confirm_targets import NOT_BUILT, TARGETS, Target  # noqa: F401
+from gatelab.papers.confirm_targets import NOT_BUILT, REPORTS_ROOT, RUNS_ROOT, TARGETS, Target  # noqa: F401
 from gatelab.papers.preregistration import HELD_OUT, write_runs
-
-RUNS_ROOT, REPORTS_ROOT = "outputs/confirm", "outputs/reports/confirm"
 
 
 def recipe_of(t: Target, data: Optional[str]):
@@ -195,9 +194,11 @@ def _stamps(out: Path) -> dict[str, int]:
             and p.name != "runs.csv"} if Path(out).is_dir() else {}
 
 
-def run(t: Target, data: Optional[str], jobs: int = 1, slurm: Optional[tuple[str, list]] = None) -> int:
+def run(t: Target, data: Optional[str], jobs: int = 1, slurm: Optional[tuple[str, list]] = None,
+        carry: bool = False) -> int:
     """Train ``t``'s held-out runs here (``jobs`` at a time) and render its reports; ``slurm``: ("submit" or
-    "status", the ``--slurm-set`` settings) queues them on SLURM or follows them there."""
+    "status", the ``--slurm-set`` settings) queues them on SLURM or follows them there; ``carry``: only carry its
+    finished runs in git (:mod:`gatelab.papers.confirm_carry`; the runs here put them back first)."""
     from gatelab.launch import recipes
     if not _declared(t):
         print(f"gatelab confirm: {t.name}: no confirm block declared in its claims (python -m gatelab confirm "
@@ -207,11 +208,18 @@ def run(t: Target, data: Optional[str], jobs: int = 1, slurm: Optional[tuple[str
         from gatelab.papers import confirm_slurm
         return confirm_slurm.run(t, None if t.figure else recipe_of(t, data)[0], data, *slurm, render=render)
     if t.figure:
-        return run_figure(t, data)
+        return 0 if carry else run_figure(t, data)  # a figure target keeps its own nets (002's Figs 1-4: .parts)
+    from gatelab.papers import confirm_carry
     r, block = recipe_of(t, data)
+    if carry:
+        print(f"{t.name}: carried in {confirm_carry.CARRIED}: {confirm_carry.pack(r)}")
+        return 0
+    if back := confirm_carry.unpack(r):
+        print(f"{t.name}: {back} finished runs carried in {confirm_carry.CARRIED} put back in {RUNS_ROOT}")
     waves = recipes.plan_recipe(r)
     print(recipes.describe(r, waves, t.scale), flush=True)
     failed = recipes.run_local(waves, jobs)
+    confirm_carry.pack(r)
     if failed:
         for f in failed:
             print(f"failed: {f}", file=sys.stderr)
@@ -241,6 +249,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--slurm", action="store_true", help="queue the runs on SLURM (job arrays, as reproduce --slurm)")
     ap.add_argument("--status", action="store_true", help="the SLURM jobs' states; once all are done, the reports")
+    ap.add_argument("--carry", action="store_true", help="copy the finished runs into outputs/reports/confirm/.carried "
+                    "(commit it; the next machine's confirm puts them back and goes on); train nothing")
     ap.add_argument("--slurm-set", action="append", default=[], metavar="KEY=VALUE", help="a SLURM setting "
                     "(partition, account, gpus_per_node, gpu_kind, ... or any sbatch option, as reproduce's)")
     args = ap.parse_args(argv)
@@ -257,6 +267,8 @@ def main(argv=None) -> int:
     if args.dry_run:
         print(dry_run(chosen, args.data))
         return 0
+    if args.carry:
+        return max(run(t, args.data, carry=True) for t in chosen)
     faults = [f"gatelab confirm: {t.name}: {f}" for t in chosen for f in preflight(t)]
     if faults:  # before any training: runs that cannot pre-register are hours that the page never counts
         print("\n".join(faults), file=sys.stderr)

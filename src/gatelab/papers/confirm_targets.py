@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+RUNS_ROOT, REPORTS_ROOT = "outputs/confirm", "outputs/reports/confirm"  # a target's runs, its reports
+
 
 @dataclass(frozen=True)
 class Target:

@@ -178,15 +178,8 @@ def parts_made(scale: dict, parts: Path, kinds=("frg", "galu", "relu"), inputs: 
 def stale_parts(scale: dict, parts: Path, kinds=("frg", "galu", "relu"), inputs: str = "square") -> list[str]:
     """The commits of kept nets whose code differs from the checkout's (``git diff`` of ``src/`` between them): nets
     made by other code must not be averaged with this code's, so :func:`figures1_4` stops on them."""
-    import subprocess
-    here = _made_by()["commit"]
-    out = []
-    for c in sorted({m.get("commit") for m in parts_made(scale, parts, kinds, inputs) if m.get("commit")} - {here}):
-        same = subprocess.run(["git", "diff", "--quiet", c, "HEAD", "--", "src"], cwd=Path(__file__).parent,
-                              capture_output=True, timeout=60).returncode == 0
-        if not same:
-            out.append(c)
-    return out
+    from gatelab.core.results import other_code
+    return other_code(m.get("commit") for m in parts_made(scale, parts, kinds, inputs))
 
 
 def _keys(scale: dict, kind: str) -> list[tuple[int, int, int]]:
