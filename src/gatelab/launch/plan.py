@@ -25,7 +25,7 @@ from gatelab.core import checkpoints, machine
 from gatelab.core.config import ConfigError
 from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, RESULTS, check_device, finished_results, load_results, trainer_of
-from gatelab.core.runs import job_config, run_dir, seed_config
+from gatelab.core.runs import job_config, run_dir, seed_configs
 from gatelab.data import datasets as data_mod
 from gatelab.launch import costs
 from gatelab.nets import regimes
@@ -81,7 +81,7 @@ def _entries(cfg) -> list[list[tuple[object, Path]]]:
     if cfg.seeds and int(cfg.seed) != 0:
         raise ConfigError(f"seeds={seeds} and seed={cfg.seed}: seeds wins (it trains seeds {', '.join(map(str, seeds))});"
                           " give one of the two")
-    cfgs = [seed_config(base, s) for s in seeds]
+    cfgs = seed_configs(base, seeds)
     if cfg.seeds and not machine.stack_seeds(cfg):
         return [[(c, run_dir(c))] for c in cfgs]
     if not cfg.seeds and cfg.get("run_dir"):

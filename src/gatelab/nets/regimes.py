@@ -32,7 +32,7 @@ from gatelab.data import routing_tasks
 from gatelab.nets import routing
 from gatelab.core.config import CONF_DIR, ConfigError, FeatureInit, RegimeConfig
 from gatelab.nets.dgn import DGN, Net, build_net, init_
-from gatelab.core.runs import job_config, plain, run_dir
+from gatelab.core.runs import job_config, plain, run_dir, seed_configs
 from gatelab.core.results import finished_results
 
 # The random streams of each seed. Θv is drawn first, then Θf, from one generator, so all regimes
@@ -73,9 +73,12 @@ def row_configs(cfg) -> list:
     lrs = [float(v) for v in (cfg.get("lrs") or [cfg.optimizer.lr])]
     seeds = [int(v) for v in (cfg.seeds or [cfg.seed])]
     regs = {n: (cfg.regime if n == cfg.regime.name and not cfg.get("regimes") else regime_config(n)) for n in names}
-    return [((n, lr, s), OmegaConf.merge(base, {"regime": regs[n], "optimizer": {"lr": lr}, "seed": s, "seeds": None,
-                                                 "regimes": None, "lrs": None}))
-            for n in names for lr in lrs for s in seeds]
+    out = []
+    for n in names:
+        for lr in lrs:  # one merge a (regime, lr); its seeds copied from it
+            one = OmegaConf.merge(base, {"regime": regs[n], "optimizer": {"lr": lr}, "regimes": None, "lrs": None})
+            out += [((n, lr, s), c) for s, c in zip(seeds, seed_configs(one, seeds))]
+    return out
 
 
 def relu_source_dir(cfg) -> Path:

@@ -29,7 +29,7 @@ from gatelab.analyses import pruning
 from gatelab.core import checkpoints, machine
 from gatelab.core.validation import validate
 from gatelab.core.results import FINAL, LOSS_TRACE, environment, finished_results, locked, resolve_device
-from gatelab.core.runs import plain, seed_config
+from gatelab.core.runs import plain, seed_configs
 from gatelab.data import datasets as data_mod
 from gatelab.nets import regimes
 from gatelab.nets.dgn import unstack_state
@@ -51,7 +51,7 @@ def train(cfg, run_dir: Path) -> dict:
 def train_seeds(cfg, run_dirs: dict) -> dict:
     """Train the seeds ``run_dirs`` maps to run directories, together; write each ``results.json``."""
     seeds = list(run_dirs)
-    entries = [(seed_config(cfg, seed), Path(run_dirs[seed])) for seed in seeds]
+    entries = [(c, Path(run_dirs[seed])) for seed, c in zip(seeds, seed_configs(cfg, seeds))]
     return dict(zip(seeds, train_entries(entries)))
 
 
