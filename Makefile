@@ -65,11 +65,13 @@ help:
 install:  # what CI installs (.ci/run): the pinned versions the suite passed on, the wheel test's setuptools
 	$(PYTHON) -m pip install -q -c constraints.txt "setuptools>=70.1" -e ".[dev,wandb]"
 
+# pytest-xdist workers for the fast suite (0: in this process, no workers); the slow tests run one at a time
+TEST_JOBS ?= 2
 test:
-	$(PYTHON) -m pytest -q -m "not slow" tests
+	$(PYTHON) -m pytest -q -n $(TEST_JOBS) -m "not slow" tests
 
-test-all:
-	$(PYTHON) -m pytest -q tests
+test-all: test
+	$(PYTHON) -m pytest -q -m slow tests
 
 run:
 	$(PYTHON) run.py $(if $(DATA),data.root=$(abspath $(DATA)))

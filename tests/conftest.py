@@ -4,6 +4,10 @@ from __future__ import annotations
 import os as _os
 
 _os.environ["GATELAB_STRICT_FIGURES"] = "1"  # every figure a test renders must have no overlapping text
+if _os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in _os.environ:
+    # `make test` runs TEST_JOBS workers that share the cores: one thread each, and in the run.py processes they
+    # start (two threads a worker beside another worker ran a kill test over 10 min against 21 s, 2026-12-07)
+    _os.environ["OMP_NUM_THREADS"] = "1"
 
 import copy
 from pathlib import Path
