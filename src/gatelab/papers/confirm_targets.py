@@ -34,7 +34,7 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
            "dgn-figure2-nets"),
     Target("dgn-figures1-4", "", "", (("002", "Fig 1 (experiment 1)"), ("002", "Fig 3 (experiment 1)"),
                                       ("002", "Fig 4 (experiment 2)"), ("001", "Figs 6-7")), 1, 1,
-           "210 fresh nets (runs 100 on) of 1000 GD steps: 4-5 h on a Zen 3 at 1 thread, w=500 nets 1-5 min each",
+           "210 fresh nets (runs 100 on) of 1000 GD steps: 2.1 h on a Zen 3 at 1 thread (2026-12-07), w=500 nets 1-4 min each",
            ("gatelab.papers.dgn", "figures1-4", "--scale", "paper", "--out", "{out}", "--seed", "{seed}"),
            "dgn-figures-paper"),
     Target("races-figure7", "", "", (("004", "Fig 7"),), 3, 3, "minutes: three fresh probe draws of Algorithm 1",
