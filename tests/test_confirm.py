@@ -234,6 +234,7 @@ def test_finished_runs_carried_in_git_resume_a_target_on_a_fresh_machine(tmp_pat
     assert carry.pack(r) == {"runs": 1, "new": 1, "sources": 1}
     assert sorted(p.name for p in carry.CARRIED.rglob("*")if p.is_file()) == ["best.pt", "results.json"]
     shutil.rmtree("outputs/confirm")  # the next machine
+    assert carry.pack(r)["sources"] == 1  # a pack there before its unpack keeps the source its FLNPF run needs
     assert carry.unpack(r) == 1
     waves = recipes.plan_recipe(r)  # checks the FLNPF source: present, and the one its results.json names
     assert len(waves) == 1 and "flnpf" in str(waves[0][0].runs[0].dir) and left(waves)[0][0] > 0  # ReLU done
@@ -258,6 +259,12 @@ def test_finished_runs_carried_in_git_resume_a_target_on_a_fresh_machine(tmp_pat
         raise AssertionError("a run carried from unknown code was put back")
     except SystemExit as e:
         assert "0" * 40 in str(e) and not Path("outputs/confirm").exists()
+    imp = recipes.Recipe("i", "i", [["+experiment=[race,race_imp]", "seeds=[100]", "out_root=outputs/confirm/i"]])
+    try:  # an IMP round reads its parent's last.pt and mask, which are not carried: refused, not half carried
+        carry.pack(imp)
+        raise AssertionError("an IMP recipe was carried")
+    except SystemExit as e:
+        assert "IMP round" in str(e)
     assert confirm.main(["dgn-figure5", "--carry"]) == 0  # the command a carrying loop calls: nothing to carry yet
     assert "dgn-figure5: carried in outputs/reports/confirm/.carried: {'runs': 0, 'new': 0, 'sources': 0}" in \
         capsys.readouterr().out

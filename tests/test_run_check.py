@@ -222,3 +222,15 @@ def test_a_stray_file_is_named_in_one_line_and_left_alone(sound_runs, tmp_path, 
     assert row.endswith("stray files ckpt/last.pt.bak, notes.txt (no gatelab writer makes them; left alone)")
     assert (d[1] / "notes.txt").read_text() == "mine" and (d[1] / "ckpt" / "last.pt.bak").exists()
     assert _row(text, d[2]).endswith(" ok") and _table2(out, tmp_path)[0] == 3  # a stray file changes no result
+
+
+def test_a_completed_run_without_its_ckpt_folder_is_ok_as_the_report_counts_it(sound_runs, tmp_path, capsys):
+    """ckpt/ removed to save disk, or a run carried in git without it (``confirm --carry``): the check agrees with
+    the report, which counts it; a best.pt that is there but missing from a kept ckpt/ is still unsound."""
+    out, d = _copy(sound_runs, tmp_path)
+    shutil.rmtree(d[0] / "ckpt")
+    (d[1] / "ckpt" / "best.pt").unlink()
+    code, text = _check(out, capsys=capsys)
+    assert _row(text, d[0]).endswith(" ok") and "  completed  " in _row(text, d[0]), text
+    assert "best.pt is missing" in _row(text, d[1]) and "[UNSOUND]" in _row(text, d[1])
+    assert _table2(out, tmp_path)[0] == 2
