@@ -10,7 +10,6 @@ as paper 002's kept nets do. ``python -m gatelab confirm TARGET --carry`` packs;
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from gatelab.papers.confirm_targets import RUNS_ROOT
@@ -38,14 +37,15 @@ def refused(r, waves) -> str:
 
 
 def _final(path: Path):
-    """(results, the bytes read) of a final run's results.json, else None: what is carried is what was judged."""
-    from gatelab.core.results import FINAL, malformed
+    """(results, the bytes read) of a final run's results.json, else None: what is carried is what was judged (read
+    through :func:`~gatelab.core.results.load_results`; a file rewritten in between waits for the next pack)."""
+    from gatelab.core.results import FINAL, load_results
     try:
         raw = Path(path).read_bytes()
-        res = json.loads(raw)
-    except (OSError, ValueError):
+    except OSError:
         return None
-    return (res, raw) if isinstance(res, dict) and not malformed(res) and res["status"] in FINAL else None
+    res, _ = load_results(path)
+    return (res, raw) if res is not None and res["status"] in FINAL and Path(path).read_bytes() == raw else None
 
 
 def _sources(waves) -> dict[Path, list[Path]]:
