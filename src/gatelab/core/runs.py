@@ -147,7 +147,47 @@ def register_resolver() -> None:
 
 
 def compose(overrides=()) -> Any:
-    """The job config that ``python run.py <overrides>`` would run (without the ``hydra`` node)."""
+    """The job config that ``python run.py <overrides>`` would run (without the ``hydra`` node).
+
+    Hydra composes the config groups (the defaults tree: most of a compose's 0.3-0.5 s) and then applies the plain
+    ``key=value`` overrides to the result (``ConfigLoaderImpl._apply_overrides_to_config``). The first part is kept
+    per group selection in this process, keyed by the conf files' state too, and the second is Hydra's own function
+    on a copy, so a plan of 61 jobs over 4 selections composes 4 times. Sweeps (``a,b``) and package overrides
+    (``key@pkg=``) go to Hydra whole."""
+    split = _split_overrides(list(overrides))
+    if split is None:
+        return pickle.loads(_hydra_compose(tuple(overrides), _conf_state()))
+    groups, values = split
+    cfg = pickle.loads(_hydra_compose(tuple(groups), _conf_state()))
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+    return cfg
+
+
+def _split_overrides(overrides: list):
+    """(the overrides Hydra needs to compose: config groups, ``hydra`` keys; the plain ``key=value`` ones, parsed,
+    in their order), or None when one is a sweep or names a package."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    groups, values = [], []
+    for o in OverridesParser.create().parse_overrides(overrides):
+        if o.is_sweep_override() or o.package is not None:
+            return None
+        key = o.key_or_group
+        if o.is_hydra_override() or "/" in key or (CONF_DIR / key).is_dir():
+            groups.append(o.input_line)
+        else:
+            values.append(o)
+    return groups, values
+
+
+def _conf_state() -> tuple:
+    """The conf files' names, sizes and modification times: a cached composition is of these files."""
+    return tuple((str(p), st.st_size, st.st_mtime_ns) for p in sorted(CONF_DIR.rglob("*.yaml")) for st in [p.stat()])
+
+
+@functools.lru_cache(maxsize=64)
+def _hydra_compose(overrides: tuple, conf_state: tuple) -> bytes:
+    """Hydra's composition of ``overrides`` without the ``hydra`` node, pickled (each caller unpickles its own copy)."""
     from hydra import compose as hydra_compose, initialize_config_dir
     from omegaconf import open_dict
 
@@ -157,7 +197,7 @@ def compose(overrides=()) -> Any:
         cfg = hydra_compose(config_name="config", overrides=list(overrides))
     with open_dict(cfg):
         cfg.pop("hydra", None)
-    return cfg
+    return pickle.dumps(cfg)
 
 
 def rekey(out_root: Path, dry_run: bool = False) -> list[tuple[Path, Path]]:
