@@ -5,6 +5,8 @@
 #                   submitit launchers with submitit (the image has joblib, cloudpickle, typing-extensions)
 #   .stage/data/    mnist.npz (11 MB) and a 10,000/2,000-image CIFAR-10 cut (35 MB; the full file is 178 MB)
 #   .stage/runs/    the results.json of the reduced conv recipes' completed runs: the check trains only the rest
+#   .stage/code.json  HEAD's commit and its files' blob ids: .git does not travel, so the runs there record this commit
+#                   and a clean tree only when their files are HEAD's (gatelab.core.code_stamp; commit first)
 # Usage: scripts/device_stage.sh [DATA_ROOT]   (default $GATELAB_DATA)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +20,5 @@ python -m pip download -q --no-deps --only-binary=:all: -d .stage/wheels "hydra-
 cp "$DATA/mnist.npz" .stage/data/mnist.npz
 python -m gatelab.data.datasets cut cifar10 --root "$DATA" --train 10000 --test 2000 --out .stage/data
 rm -rf .stage/runs && scripts/stage_done_runs.sh .stage/runs outputs/table4-conv-reduced outputs/table2-conv-reduced
+python -m gatelab.core.code_stamp write .stage/code.json
 du -sh .stage
