@@ -15,12 +15,7 @@ mkdir -p "$OUT"; rm -f "$OUT"/*_conv_reduced.* "$OUT"/results.tgz; LOG="$OUT/dev
 step() { local name=$1 limit=$2; shift 2; echo "== $name (limit ${limit}s)" | tee -a "$LOG"
   local t0; t0=$(date +%s); timeout "$limit" "$@" >> "$LOG" 2>&1; local rc=$?
   echo "== $name: rc=$rc, $(( $(date +%s) - t0 ))s" | tee -a "$LOG"; }
-if [ -d "$STAGE/wheels" ] && ! python -c "import hydra" 2>/dev/null; then
-  pip install -q --no-deps --target "$STAGE/site" "$STAGE"/wheels/*.whl >> "$LOG" 2>&1
-  export PYTHONPATH="$PWD/$STAGE/site${PYTHONPATH:+:$PYTHONPATH}"
-fi
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"  # the project from this tree (subprocess tests too)
-export GATELAB_DATA=${GATELAB_DATA:-$PWD/$STAGE/data}
+. scripts/device_env.sh  # the staged wheels, src/ on the path, the staged data
 # runs completed elsewhere (device_stage.sh: their results.json) count as done here: the recipes train the rest
 [ -d "$STAGE/runs/outputs" ] && cp -rn "$STAGE/runs/outputs" . && echo "restored $(find "$STAGE/runs" -name results.json | wc -l) completed run(s)" >> "$LOG"
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name())" >> "$LOG" 2>&1

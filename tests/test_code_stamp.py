@@ -88,3 +88,27 @@ def test_a_run_from_a_copy_without_git_records_the_stamped_commit_and_a_clean_tr
     res = run(1)
     assert (res["env"]["git_commit"], res["env"]["git_dirty"]) == (head, True)
     assert res["env"]["git_changed"] == ["src/gatelab/training/metrics.py"] and res["attempts"][-1]["dirty"] is True
+
+
+@pytest.mark.slow
+def test_device_confirm_trains_a_target_from_a_copy_without_git_and_packs_its_runs(repo_and_copy, tiny_root, tmp_path):
+    """scripts/device_confirm.sh as the device tool runs it (a copy without .git, its stage's code stamp), here on a
+    cheap target and tiny data: the stamp checks clean, the target's held-out runs train and come back packed in
+    carried.tgz, each recording the stamped commit and a clean tree (what pre-registration reads here)."""
+    import tarfile
+    _, copy, head, _ = repo_and_copy
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "GATELAB_DATA": str(tiny_root), "LIMIT": "600", "OMP_NUM_THREADS": "1",
+           "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}  # its `python` is this one
+    env.pop("PYTHONPATH", None)
+    p = subprocess.run(["bash", "scripts/device_confirm.sh", "dgn-figure5"], cwd=copy, env=env, capture_output=True,
+                       text=True, timeout=900)
+    log = (out / "device_confirm.log").read_text()
+    assert p.returncode == 0, p.stdout + p.stderr + log
+    assert '"git_dirty": false' in log and "rc=0" in log, log
+    with tarfile.open(out / "carried.tgz") as tar:
+        results = [json.load(tar.extractfile(m)) for m in tar.getmembers() if m.name.endswith("results.json")]
+    assert len(results) >= 3, log
+    for res in results:
+        assert res["status"] == "completed" and res["seed"] >= 100
+        assert (res["attempts"][-1]["commit"], res["attempts"][-1]["dirty"], res["env"]["code_stamp"]) == (head, False, True)
