@@ -49,12 +49,12 @@ NOTE="REDUCED SCALE, not the paper's: first 10,000/2,000 CIFAR-10 images, 3 seed
 # A step cut by its limit leaves runs without a report: render what completed (cells without a seed show the paper's number).
 # A try at other epochs trains into outputs/<folder>-<N>ep-x<hash> and renders into outputs/tries/<the same name>.
 runs_of() { ls -td outputs/$1$2 outputs/$1$2-x* 2>/dev/null | head -1; }
-report_of() { case $1 in *-x*) echo "outputs/tries/${1#outputs/}" ;; *) echo "outputs/reports/${1#outputs/}" ;; esac; }
+report_of() { [ "$1" = "outputs/$2" ] && echo "outputs/reports/$2" || echo "outputs/tries/${1#outputs/}"; }  # only the recipe's own
 R2=$(runs_of table2-conv-reduced "$EP2"); R4=$(runs_of table4-conv-reduced "$EP4")
 [ "$TABLE2" = 1 ] && [ -n "$R2" ] && python -m gatelab.papers.npf table2 --runs "$R2" --arch gconv vconv --seeds 5 \
-  --out "$(report_of "$R2")" --command "scripts/device_check.sh" --note "$NOTE, $E2 epochs" >> "$LOG" 2>&1
+  --out "$(report_of "$R2" table2-conv-reduced)" --command "scripts/device_check.sh" --note "$NOTE, $E2 epochs" >> "$LOG" 2>&1
 [ -n "$R4" ] && python -m gatelab.papers.dgn table4 --runs "$R4" --seeds 5 \
-  --out "$(report_of "$R4")" --command "scripts/device_check.sh" --note "$NOTE, $E4 epochs" >> "$LOG" 2>&1
+  --out "$(report_of "$R4" table4-conv-reduced)" --command "scripts/device_check.sh" --note "$NOTE, $E4 epochs" >> "$LOG" 2>&1
 # At most 8 files: the log, the two tables (Markdown + CSV), the cost table and the runs' results.json (no checkpoints).
 for t in $([ "$TABLE2" = 1 ] && echo table2) table4; do ep=$([ $t = table2 ] && echo "$EP2" || echo "$EP4"); for ext in md csv; do
   f=$(ls -t outputs/reports/$t-conv-reduced$ep*/$t.$ext outputs/tries/$t-conv-reduced$ep*/$t.$ext 2>/dev/null | head -1)  # the newest: this call's

@@ -42,9 +42,10 @@ def repo_and_copy(tmp_path):
 
 def test_blob_ids_are_gits(repo_and_copy):
     repo, _, _, stamp = repo_and_copy
-    for name in ("run.py", "conf", "src/gatelab/core/results.py"):  # a file, a symbolic link, a module
-        assert code_stamp.blob_id(repo / name) == stamp["files"][name]
-        assert stamp["files"][name] == _git(repo, "rev-parse", f"HEAD:{name}").strip()
+    for name in ("run.py", "conf", "src/gatelab/core/results.py", ".ci/run"):  # file, symlink, module, executable
+        assert [code_stamp.blob_id(repo / name), code_stamp.mode(repo / name)] == stamp["files"][name]
+        assert stamp["files"][name] == [_git(repo, "rev-parse", f"HEAD:{name}").strip(),
+                                        _git(repo, "ls-tree", "HEAD", name).split()[0]]
 
 
 def test_a_copy_without_git_answers_from_its_stamp(repo_and_copy):
@@ -58,11 +59,28 @@ def test_a_copy_without_git_answers_from_its_stamp(repo_and_copy):
     (copy / "src" / "gatelab" / "__pycache__").mkdir(exist_ok=True)
     (copy / "src" / "gatelab" / "__pycache__" / "x.pyc").write_bytes(b"\0")  # what running writes: not a change
     (copy / "README.md").unlink()
+    (copy / "src" / "gatelab" / "fast.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\0")  # imported before a .py
+    (copy / "run.py").chmod(0o755)  # git diff sees a mode change
     state = code_stamp.tree_state(copy)
     assert state["git_dirty"] is True and state["git_diff_sha1"]
-    assert state["git_changed"] == ["README.md", "src/gatelab/nets/dgn.py", "src/gatelab/extra.py"]
+    assert state["git_changed"] == ["README.md", "run.py", "src/gatelab/nets/dgn.py", "src/gatelab/extra.py",
+                                    "src/gatelab/fast.cpython-311-x86_64-linux-gnu.so"]
     (copy / code_stamp.STAMP).unlink()
     assert code_stamp.tree_state(copy) == {} and code_stamp.commit(copy) is None
+
+
+def test_a_checkout_with_git_never_reads_a_stamp_even_when_git_fails(repo_and_copy, monkeypatch):
+    """The stage writes its stamp into a checkout that has .git: where git fails there (a timeout, a refusal), the
+    run records no commit and no tree state, as before, never the stamp's (it may describe an older HEAD)."""
+    from gatelab.core import results
+    repo, copy, head, _ = repo_and_copy
+    (repo / "src" / "gatelab" / "nets" / "dgn.py").write_text("# not the stamped file\n")
+    assert results.git_commit(repo) == head and results.git_tree(repo)["git_dirty"] is True
+    real = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda args, *a, **k: (_ for _ in ()).throw(subprocess.TimeoutExpired(
+        args, 5)) if args[0] == "git" else real(args, *a, **k))
+    assert results.git_commit(repo) is None and results.git_tree(repo) == {}
+    assert results.git_commit(copy) == head and results.git_tree(copy)["git_dirty"] is False  # no .git: the stamp
 
 
 def test_a_run_from_a_copy_without_git_records_the_stamped_commit_and_a_clean_tree(repo_and_copy, tiny_root):
@@ -112,3 +130,10 @@ def test_device_confirm_trains_a_target_from_a_copy_without_git_and_packs_its_ru
     for res in results:
         assert res["status"] == "completed" and res["seed"] >= 100
         assert (res["attempts"][-1]["commit"], res["attempts"][-1]["dirty"], res["env"]["code_stamp"]) == (head, False, True)
+    # a copy whose code is not the stamped commit's trains nothing: its runs could not count
+    (copy / "src" / "gatelab" / "nets" / "dgn.py").write_text((copy / "src/gatelab/nets/dgn.py").read_text() + "#\n")
+    p = subprocess.run(["bash", "scripts/device_confirm.sh", "dgn-figure5"], cwd=copy, env=env, capture_output=True,
+                       text=True, timeout=300)
+    log = (out / "device_confirm.log").read_text()
+    assert p.returncode == 1 and "the code stamp does not hold" in log and "confirm dgn-figure5" not in log, log
+    assert not (out / "carried.tgz").exists()

@@ -6,7 +6,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf, open_dict
 
 from gatelab.core import runs
-from gatelab.core.config import CONF_DIR
+from gatelab.core.config import CONF_DIR, register
 
 CASES = [
     [],
@@ -18,6 +18,8 @@ CASES = [
     ["+experiment=table4", "regime=soft_relu", "regime.beta=8", "regime.eps=0.4", "++epochs=3", "data.root=null"],
     ["dataset.limit_train=64", "+extra_note=hello", "optimizer=sgd", "optimizer.momentum=0.9", "seed=3"],
     ["hydra/launcher=cluster", "threads=1", "progress=false"],
+    ["~checkpoint_steps", "epochs=4"],
+    ["dataset.limit_train=3", "dataset={limit_train:5}"],  # a group's key given a dict: Hydra's order (5)
 ]
 
 
@@ -32,6 +34,7 @@ def typed(x):
 
 def fresh(overrides):
     """What Hydra composes from scratch (the ``hydra`` node dropped, as ``runs.compose`` drops it)."""
+    register()
     runs.register_resolver()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = hydra_compose(config_name="config", overrides=list(overrides))

@@ -153,23 +153,25 @@ def trainer_of(run_dir: Path) -> str:
     return f"stopped: {pid or 'its process'} no longer holds its lock (killed?)"
 
 
-def git_commit() -> Optional[str]:
-    """The short commit of the code that runs; outside a git checkout, the commit of its code stamp
-    (:mod:`gatelab.core.code_stamp`: a copy sent without .git), else None."""
+def git_commit(top: Optional[Path] = None) -> Optional[str]:
+    """The short commit of the code that runs; in a copy without .git, the commit of its code stamp
+    (:mod:`gatelab.core.code_stamp`), else None (also where git fails in a checkout: never a stale stamp there)."""
     from gatelab.core import code_stamp
+    top = Path(top) if top else Path(__file__).parents[3]  # the checkout that runs
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-                              capture_output=True, text=True, timeout=5).stdout.strip() or code_stamp.commit()
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=top, capture_output=True, text=True,
+                             timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return code_stamp.commit()
+        out = ""
+    return out or (code_stamp.commit(top) if code_stamp.applies(top) else None)
 
 
 def git_tree(top: Optional[Path] = None) -> dict:
     """Whether the checkout that runs has uncommitted changes to tracked files, a hash of that diff (the authors'
     gated-dln records the same) and the paths it touches (the first 20): a run from a dirty tree names which one.
     ``outputs/`` is what runs write, never what they read: a report not yet committed there leaves the tree clean
-    (it marked 48 runs of paper 002's Figs 7-8 dirty, 2026-12-07). Outside a git checkout, the same from its code
-    stamp (:func:`gatelab.core.code_stamp.tree_state`), else {}."""
+    (it marked 48 runs of paper 002's Figs 7-8 dirty, 2026-12-07). In a copy without .git, the same from its code
+    stamp (:func:`gatelab.core.code_stamp.tree_state`); else, where git cannot answer, {}."""
     import hashlib
 
     from gatelab.core import code_stamp
@@ -181,9 +183,9 @@ def git_tree(top: Optional[Path] = None) -> dict:
         new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", "src", "conf", "run.py"],
                              cwd=top, capture_output=True, timeout=20)  # a new module is a change too (issue #56)
     except (OSError, subprocess.SubprocessError):
-        return code_stamp.tree_state(top)
+        return code_stamp.tree_state(top) if code_stamp.applies(top) else {}
     if diff.returncode != 0 or new.returncode != 0 or names.returncode != 0:
-        return code_stamp.tree_state(top)
+        return code_stamp.tree_state(top) if code_stamp.applies(top) else {}
     added = [n for n in new.stdout.splitlines() if (top / n.decode()).is_file()]
     changed = diff.stdout + b"".join(b"new file " + n + b"\n" + (top / n.decode()).read_bytes() for n in added)
     paths = [n.decode() for n in names.stdout.splitlines() + added]

@@ -173,7 +173,9 @@ def _split_overrides(overrides: list):
         if o.is_sweep_override() or o.package is not None:
             return None
         key = o.key_or_group
-        if o.is_hydra_override() or "/" in key or (CONF_DIR / key).is_dir():
+        if o.is_hydra_override() or key.split(".")[0] == "hydra" or "/" in key or (CONF_DIR / key).is_dir():
+            if isinstance(o.value(), dict):  # a group's key given a dict: a config value to Hydra, in its order
+                return None
             groups.append(o.input_line)
         else:
             values.append(o)
