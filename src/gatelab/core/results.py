@@ -157,7 +157,7 @@ def git_commit(top: Optional[Path] = None) -> Optional[str]:
     """The short commit of the code that runs; in a copy without .git, the commit of its code stamp
     (:mod:`gatelab.core.code_stamp`), else None (also where git fails in a checkout: never a stale stamp there)."""
     from gatelab.core import code_stamp
-    top = Path(top) if top else Path(__file__).parents[3]  # the checkout that runs
+    top = Path(top) if top else code_stamp.TOP  # the checkout that runs
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=top, capture_output=True, text=True,
                              timeout=5).stdout.strip()
@@ -175,7 +175,7 @@ def git_tree(top: Optional[Path] = None) -> dict:
     import hashlib
 
     from gatelab.core import code_stamp
-    top = Path(top) if top else Path(__file__).parents[3]  # the checkout that runs
+    top = Path(top) if top else code_stamp.TOP  # the checkout that runs
     code = ["--", ".", ":(exclude)outputs"]
     try:
         diff = subprocess.run(["git", "diff", "HEAD", *code], cwd=top, capture_output=True, timeout=20)
@@ -183,8 +183,8 @@ def git_tree(top: Optional[Path] = None) -> dict:
         new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", "src", "conf", "run.py"],
                              cwd=top, capture_output=True, timeout=20)  # a new module is a change too (issue #56)
     except (OSError, subprocess.SubprocessError):
-        return code_stamp.tree_state(top) if code_stamp.applies(top) else {}
-    if diff.returncode != 0 or new.returncode != 0 or names.returncode != 0:
+        diff = None
+    if diff is None or diff.returncode != 0 or new.returncode != 0 or names.returncode != 0:  # git cannot answer
         return code_stamp.tree_state(top) if code_stamp.applies(top) else {}
     added = [n for n in new.stdout.splitlines() if (top / n.decode()).is_file()]
     changed = diff.stdout + b"".join(b"new file " + n + b"\n" + (top / n.decode()).read_bytes() for n in added)
