@@ -81,19 +81,20 @@ def test_a_figure_target_that_trains_run_py_runs_is_priced_by_the_plan_from_what
     left = confirm.figure_price(by["figure3-left"], 100, 2, None, table)
     assert left.startswith(f"{len(confirm.FIGURE_RUNS['figure3-left'](100, 2, []))} runs left"), left
     assert confirm.figure_price(by["routing-toy"], 100, 1, None, table) is None
-    # the first seed's ReLU run completed on disk: 11 runs left, and its price is gone from the total
+    # the first declared seed's ReLU run completed on disk: 11 runs left, and its price is gone from the total
     import json
     from omegaconf import OmegaConf
     from gatelab.core.results import RESULTS_VERSION
     from gatelab.core.runs import compose, run_dir
-    relu = compose(["progress=false", *confirm.FIGURE_RUNS["dgn-figures7-8"](100, 2, ["out_root=outputs/confirm/dgn7-paper"])[0]])
+    first = min(int(c["from"]) for c in confirm._declared(by["dgn-figures7-8"]))  # the claims' held-out block
+    relu = compose(["progress=false", *confirm.FIGURE_RUNS["dgn-figures7-8"](first, 2, ["out_root=outputs/confirm/dgn7-paper"])[0]])
     run_dir(relu).mkdir(parents=True)
     (run_dir(relu) / "results.json").write_text(json.dumps({
-        "version": RESULTS_VERSION, "status": "completed", "seed": 100, "config": OmegaConf.to_container(relu),
+        "version": RESULTS_VERSION, "status": "completed", "seed": first, "config": OmegaConf.to_container(relu),
         "history": [], "wall_time_s": 1.0, "env": {}}))
-    assert confirm.figure_price(by["dgn-figures7-8"], 100, 2, None, table).startswith("11 runs left"), text
+    assert confirm.figure_price(by["dgn-figures7-8"], first, 2, None, table).startswith("11 runs left"), text
     out = confirm.dry_run([by["dgn-figures7-8"], by["routing-toy"]], None)
-    assert "47 runs left; price here: about " in out  # the declared 8 seeds, one run of them completed
+    assert f"seed {first} (declared in the claims); 47 runs left; price here: about " in out  # 8 seeds, one completed
     assert "routing-toy" in out and "not priced by the plan: about 20 s" in out
 
 
