@@ -107,7 +107,8 @@ class RunState:
         if slow and not self.warned_slow:  # once a run: the log says why its wall time is not its speed
             self.warned_slow = True
             log.warning("seed %d, epoch %d took %.0f s, %.0fx its median epoch: the cores were shared or the process "
-                        "paused (torch threads %d; beside another busy process, threads=1 runs at its own speed)",
+                        "paused (torch threads %d; beside another busy process, threads=1 runs at its own speed, and so do "
+                        "2 threads under OMP_WAIT_POLICY=PASSIVE for nets of large matrices: docs/configs.md)",
                         self.seed, epoch, seconds, slow, torch.get_num_threads())
         base = ("train_loss", "train_acc", "test_loss", "test_acc")
         extra = {k: _finite_or_none(v) for k, v in m.items() if k not in base}
