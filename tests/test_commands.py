@@ -22,6 +22,8 @@ def _run(argv, cwd, module=False, **env):
     (["epoch=3"], "unknown key epoch (did you mean epochs?)"),
     (["-m", "hydra/launcher=cluster", "seed=0,1"], "hydra/launcher=cluster: no SLURM here"),
     (["regime=flnpff"], "did you mean flnpf?"),
+    (["seeds=[0,1]", "run_dir=one"], "seeds=[0, 1] writes each seed to its own run directory; run_dir=one cannot be set"),
+    (["seeds=[]"], "seeds=[] names no seed"),
 ])
 def test_a_bad_run_command_is_one_line_exit_2_and_leaves_nothing(argv, says, tmp_path):
     # PATH without sbatch: the SLURM case must not depend on whether this machine has SLURM

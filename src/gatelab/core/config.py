@@ -292,7 +292,7 @@ class Config:
     threads: Optional[int] = None  # torch CPU threads (None: torch's default); 1 when runs go in parallel
     heap_reuse: bool = True  # glibc: keep big host tensors' memory between steps (gatelab.training.speed.heap_reuse)
     out_root: str = "outputs"  # runs go to <out_root>/runs/<cell>/<regime>/seed<k>-<key> (gatelab.core.runs)
-    run_dir: Optional[str] = None  # explicit run directory; None -> Hydra's output dir
+    run_dir: Optional[str] = None  # one run's explicit directory (refused with seeds=[...]); None: <out_root>/runs/<cell>/<regime>/seed<N>-<key>
     force: bool = False  # rerun even if the run directory holds a completed results.json
     dry_run: bool = False  # print the plan (jobs, prerequisites, run directories, cost) and train nothing
     train_prerequisites: bool = True  # false: a missing prerequisite is an error (SLURM waves train them)

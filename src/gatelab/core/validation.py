@@ -137,14 +137,9 @@ def _check_training(cfg: Any) -> None:
         raise ConfigError(f"optimizer.lr must be > 0, got {opt.lr}")
     if opt.batch_size <= 0:
         raise ConfigError(f"optimizer.batch_size must be positive, got {opt.batch_size}")
-    if cfg.seeds is not None:
-        if len(cfg.seeds) == 0 or len(set(cfg.seeds)) != len(cfg.seeds):
-            raise ConfigError(f"seeds={list(cfg.seeds)} must be a non-empty list without duplicates")
     if cfg.get("threads") is not None and cfg.threads < 1:
         raise ConfigError(f"threads={cfg.threads}: give 1 or more, or leave it unset for torch's default "
                           f"({torch_threads()} here)")
-        if cfg.run_dir:
-            raise ConfigError("seeds=[...] writes each seed to its own run directory; run_dir cannot be set")
     if cfg.compile is not None and cfg.compile not in COMPILE_MODES:
         raise ConfigError(f"compile={cfg.compile!r} is not one of {', '.join(COMPILE_MODES)}")
     if cfg.amp and cfg.get("precision", Precision.fp32) != Precision.fp32:

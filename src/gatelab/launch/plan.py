@@ -75,12 +75,17 @@ def _entries(cfg) -> list[list[tuple[object, Path]]]:
     if cfg.get("regimes") or cfg.get("lrs"):
         return [[(c, run_dir(c)) for _, c in group] for group in rows.row_groups(cfg)]
     base = job_config(cfg)
+    if cfg.seeds is not None and len(cfg.seeds) == 0:
+        raise ConfigError("seeds=[] names no seed: give seeds=[0,1,...] or seed=N")
     seeds = [int(s) for s in cfg.seeds] if cfg.seeds else [int(cfg.seed)]
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds={seeds} lists a seed more than once: the same run would train twice")
     if cfg.seeds and int(cfg.seed) != 0:
         raise ConfigError(f"seeds={seeds} and seed={cfg.seed}: seeds wins (it trains seeds {', '.join(map(str, seeds))});"
                           " give one of the two")
+    if cfg.seeds and cfg.get("run_dir"):
+        raise ConfigError(f"seeds={seeds} writes each seed to its own run directory; run_dir={cfg.run_dir} cannot be "
+                          "set with it (give one seed, or leave run_dir unset)")
     cfgs = seed_configs(base, seeds)
     if cfg.seeds and not machine.stack_seeds(cfg):
         return [[(c, run_dir(c))] for c in cfgs]
