@@ -24,6 +24,11 @@ def _run(argv, cwd, module=False, **env):
     (["regime=flnpff"], "did you mean flnpf?"),
     (["seeds=[0,1]", "run_dir=one"], "seeds=[0, 1] writes each seed to its own run directory; run_dir=one cannot be set"),
     (["seeds=[]"], "seeds=[] names no seed"),
+    # a row (regimes/lrs) gets the same seed checks, and refuses what it would drop or train twice
+    (["lrs=[0.01]", "optimizer=sgd", "seeds=[]"], "seeds=[] names no seed"),
+    (["regimes=[relu,relu]"], "regimes=['relu', 'relu'] lists a value more than once"),
+    (["regimes=[relu,dlnpf]", "run_dir=one"], "regimes/lrs write each net to its own run directory; run_dir=one"),
+    (["regimes=[relu,flnpf]", "regime.source=/nowhere"], "so regime.source=/nowhere would be ignored"),
 ])
 def test_a_bad_run_command_is_one_line_exit_2_and_leaves_nothing(argv, says, tmp_path):
     # PATH without sbatch: the SLURM case must not depend on whether this machine has SLURM
@@ -44,11 +49,39 @@ def test_the_same_commands_are_accepted_where_they_are_right(tmp_path, tiny_root
     (["reproduce", "table2-mnist", "--dry-run", "--jobs", "0"], "--jobs: must be 1 or more, got 0"),
     (["reproduce"], "reproduce needs a recipe: "),
     (["reproduce", "table2-mnist", "--dry-run", "epoch=3"], "unknown key epoch (did you mean epochs?)"),
+    # 0 epochs was read as "not given": the whole recipe, into its own folders
+    (["reproduce", "table2-mnist", "--dry-run", "--epochs", "0"], "--epochs: must be 1 or more, got 0"),
+    (["reproduce", "table4", "--dry-run", "--report-only"], "--dry-run and --report-only do different things"),
+    (["reproduce", "table4", "--dry-run", "--slurm-set", "partition=gpu"], "which only --slurm makes"),
+    # the figure commands train their own nets: --epochs never reached them, yet the folders said "a shorter try"
+    (["reproduce", "figure3", "--scale", "quick", "--epochs", "2", "--dry-run"],
+     "recipe figure3 trains inside its figure commands, which take none of --epochs 2"),
+    (["reproduce", "dgn-figures", "--scale", "quick", "--dry-run", "threads=1"], "which take none of threads=1"),
 ])
 def test_a_bad_recipe_command_is_one_line_exit_2(argv, says, tmp_path):
     p = _run(argv, tmp_path, module=True)
     lines = (p.stdout + p.stderr).strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("gatelab: ") and says in lines[0], lines
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["confirm", "--design", "routing"], "--design writes the confirm lines of every target's claims; it takes no target"),
+    (["confirm", "--dry-run", "--design"], "--dry-run and --design do different things"),
+    (["confirm", "routing", "--carry", "--slurm"], "--carry and --slurm do different things"),
+    (["confirm", "routing", "--slurm-set", "partition=x"], "which only --slurm makes"),
+    (["confirm", "routing", "--jobs", "0"], "--jobs: must be 1 or more, got 0"),
+    (["page", "--check", "--record-run", "somewhere"], "--check writes nothing, and --record-run writes"),
+])
+def test_a_flag_that_another_would_silently_override_is_refused_before_anything_is_written(argv, says, tmp_path):
+    """--design used to ignore its targets and win over --dry-run, writing every claims.yaml; --check with
+    --record-run wrote first-run/; --slurm-set without --slurm and --jobs 0 were dropped without a word."""
+    claims = sorted((ROOT / "src" / "gatelab" / "papers").glob("*/claims.yaml"))
+    before = [c.read_bytes() for c in claims]
+    (tmp_path / "outputs" / "reports").mkdir(parents=True)
+    p = _run(argv, tmp_path, module=True)
+    assert p.returncode == 2 and says in p.stderr, (p.returncode, p.stdout[-500:], p.stderr[-500:])
+    assert [c.read_bytes() for c in claims] == before
+    assert list((tmp_path / "outputs" / "reports").iterdir()) == []
 
 
 def test_help_lists_every_subcommand(tmp_path):

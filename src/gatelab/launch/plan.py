@@ -70,11 +70,9 @@ def _prerequisite(c) -> tuple[Optional[object], list[str]]:
     return None, []
 
 
-def _entries(cfg) -> list[list[tuple[object, Path]]]:
-    """The stacks of a command's own job."""
-    if cfg.get("regimes") or cfg.get("lrs"):
-        return [[(c, run_dir(c)) for _, c in group] for group in rows.row_groups(cfg)]
-    base = job_config(cfg)
+def _seeds(cfg) -> list[int]:
+    """The seeds a command trains (``seeds``, else ``seed``), refused where they are ambiguous: a single run's
+    checks and a row's alike."""
     if cfg.seeds is not None and len(cfg.seeds) == 0:
         raise ConfigError("seeds=[] names no seed: give seeds=[0,1,...] or seed=N")
     seeds = [int(s) for s in cfg.seeds] if cfg.seeds else [int(cfg.seed)]
@@ -86,6 +84,15 @@ def _entries(cfg) -> list[list[tuple[object, Path]]]:
     if cfg.seeds and cfg.get("run_dir"):
         raise ConfigError(f"seeds={seeds} writes each seed to its own run directory; run_dir={cfg.run_dir} cannot be "
                           "set with it (give one seed, or leave run_dir unset)")
+    return seeds
+
+
+def _entries(cfg) -> list[list[tuple[object, Path]]]:
+    """The stacks of a command's own job."""
+    seeds = _seeds(cfg)
+    if cfg.get("regimes") or cfg.get("lrs"):
+        return [[(c, run_dir(c)) for _, c in group] for group in rows.row_groups(cfg)]
+    base = job_config(cfg)
     cfgs = seed_configs(base, seeds)
     if cfg.seeds and not machine.stack_seeds(cfg):
         return [[(c, run_dir(c))] for c in cfgs]
@@ -148,7 +155,6 @@ def check(jobs: list[Job]) -> None:
         for c, d in job.entries or ([(job.features, None)] if job.features is not None else []):
             try:
                 validate(c)
-                rows.validate_row(c)
                 check_device(str(c.device))
                 # a completed run reads no source again: results brought back without checkpoints still plan
                 trains = d is None or c.force or not _completed(Path(d))

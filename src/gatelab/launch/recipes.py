@@ -128,6 +128,13 @@ def build(name: str, options: Options) -> Recipe:
     if bad:
         raise ConfigError(bad)
     r = d.build(options)
+    changed = ([f"--epochs {options.epochs}"] if options.epochs else []) + \
+        ([f"--seeds {options.seeds}"] if options.seeds else []) + ([] if options.stack else ["--no-stack"]) + \
+        list(options.extra)
+    if changed and (r.figure_runs or not r.runs):  # the figure commands train or draw their own nets
+        raise ConfigError(f"recipe {name} trains inside its figure commands, which take none of {', '.join(changed)}: "
+                          f"its --scale picks their settings (scales: {', '.join(d.scales)}), or run a figure "
+                          f"command with its own options (python -m {r.figures[0][0]} --help)")
     common = options.common()
     r.runs = [[*rs, *common] for rs in r.runs]
     return _as_variant(r, options.variant(), options.banner())

@@ -293,6 +293,10 @@ def main(argv=None) -> int:
                     help="first copy this run's results.json into <reports>/first-run (the README's `python run.py`)")
     ap.add_argument("--record-command", default="python run.py", help="the command that made --record-run's run")
     args = ap.parse_args(argv)
+    if args.check and args.record_run:
+        print("gatelab page: --check writes nothing, and --record-run writes the run into first-run/: give one",
+              file=sys.stderr)
+        return 2
     if not args.reports.is_dir():
         print(f"gatelab page: no reports folder {args.reports} (make a table first, e.g. `make table2-quick`)",
               file=sys.stderr)

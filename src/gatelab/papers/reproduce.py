@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                     "time_margin, gpu_kind: the cost entry that prices the limits, ...) or any sbatch option "
                     "(constraint=a100, gres=..., exclude=..., qos=...)")
     rp.add_argument("--report-only", action="store_true", help="render the report from the runs on disk")
-    rp.add_argument("--epochs", type=int, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
+    rp.add_argument("--epochs", type=_positive, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
     rp.add_argument("--seeds", default=None, help="these seeds (e.g. 0,1) instead of the experiments'")
     rp.add_argument("--data", default=None, help="data root (default: data.root's, $GATELAB_DATA)")
     rp.add_argument("--no-stack", action="store_true", help="a cell's seeds one after another (conv nets on a CPU)")
@@ -96,7 +96,19 @@ def _options(args) -> Options:
                    list(args.overrides))
 
 
+def modes(args, names: tuple[str, ...]) -> None:
+    """At most one of a command's modes (``names``: its flags, e.g. ``dry_run``), and ``--slurm-set`` only with
+    ``--slurm`` (or ``--status``, which follows what was submitted: the same settings may stay exported as Make's
+    SLURM_SET): a flag another one would silently override is refused before anything runs."""
+    given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n, False)]
+    if len(given) > 1:
+        raise ConfigError(f"{' and '.join(given)} do different things: give one")
+    if getattr(args, "slurm_set", None) and not (args.slurm or args.status):
+        raise ConfigError(f"--slurm-set {' '.join(args.slurm_set)} sets a SLURM request, which only --slurm makes")
+
+
 def reproduce(args) -> int:
+    modes(args, ("dry_run", "report_only", "status", "slurm"))
     registry = discover()
     if args.recipe is None:
         raise ConfigError(f"reproduce needs a recipe: {', '.join(sorted(registry))} (python -m gatelab recipes)")

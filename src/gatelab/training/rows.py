@@ -43,8 +43,21 @@ def train_row(cfg) -> dict:
 
 
 def validate_row(cfg) -> None:
-    """A row's step sizes: per-net step sizes are exact for plain SGD only."""
+    """A row (``regimes``/``lrs``): each net once, in a directory of its own, each regime as its conf/regime yaml
+    has it; per-net step sizes are exact for plain SGD only."""
     lrs = list(cfg.get("lrs") or [])
+    names = list(cfg.get("regimes") or [])
+    for key, values in (("regimes", names), ("lrs", lrs)):
+        if len(set(values)) != len(values):
+            raise ConfigError(f"{key}={values} lists a value more than once: the same run would train twice")
+    if cfg.get("run_dir"):
+        raise ConfigError(f"regimes/lrs write each net to its own run directory; run_dir={cfg.run_dir} cannot be set "
+                          "with them")
+    if names and cfg.regime != regimes.regime_config(cfg.regime.name):
+        changed = sorted(k for k in cfg.regime if cfg.regime.get(k) != regimes.regime_config(cfg.regime.name).get(k))
+        raise ConfigError(f"regimes={names} trains each regime as its conf/regime yaml has it, so regime.{changed[0]}="
+                          f"{cfg.regime.get(changed[0])} would be ignored: give it to a single regime's run, or add a "
+                          "regime yaml")
     if any(not lr > 0 for lr in lrs):
         raise ConfigError(f"lrs={lrs}: step sizes must be > 0")
     if len(set(lrs)) > 1 and not (cfg.optimizer.name == "sgd" and cfg.optimizer.momentum == 0
