@@ -29,6 +29,12 @@ def _run(argv, cwd, module=False, **env):
     (["regimes=[relu,relu]"], "regimes=['relu', 'relu'] lists a value more than once"),
     (["regimes=[relu,dlnpf]", "run_dir=one"], "regimes/lrs write each net to its own run directory; run_dir=one"),
     (["regimes=[relu,flnpf]", "regime.source=/nowhere"], "so regime.source=/nowhere would be ignored"),
+    # values that were accepted and then ignored (or, grayscale, failed the run after the plan)
+    (["optimizer.momentum=0.9"], "optimizer.momentum=0.9 is SGD's and RMSprop's; Adam has its own betas"),
+    (["eval_batch_size=0"], "eval_batch_size must be positive, got 0"),
+    (["epochs=3", "checkpoint_epochs=[0,99]"], "checkpoint_epochs=[0, 99]: [99] outside 0..epochs=3, so never written"),
+    (["dataset.classes=[3,5]"], "dataset.classes=[3, 5] picks the two digits of task=binary"),
+    (["dataset.grayscale=true"], "dataset.grayscale=true makes RGB images one channel; mnist has one already"),
 ])
 def test_a_bad_run_command_is_one_line_exit_2_and_leaves_nothing(argv, says, tmp_path):
     # PATH without sbatch: the SLURM case must not depend on whether this machine has SLURM

@@ -24,6 +24,9 @@ def test_each_net_of_a_row_equals_its_single_run(tiny_root, tmp_path, arch):
     results = train_row(row)
     assert sorted(results) == sorted((r, lr, s) for r in ROW for lr in (0.05, 0.01) for s in (0, 1))
     assert all(res["status"] == "completed" for res in results.values())
+    # each net's provenance names its stack mates with their own step sizes (the lrs were stacked together)
+    stack = results[("relu", 0.05, 0)]["env"]["stack"]
+    assert "relu/seed0/lr0.05" in stack and "relu/seed0/lr0.01" in stack, stack
     steps = 2 * math.ceil(240 / 32)
     checked = [("relu", 0.05, 1), ("frnpf_di", 0.01, 0), ("dlnpf", 0.05, 0), ("flnpf", 0.01, 1)]
     for regime, lr, seed in checked:

@@ -78,6 +78,11 @@ def _check_dataset(cfg: Any) -> None:
             raise ConfigError(f"dataset.class_groups={plain_list(groups)} lists a class twice")
     if arch.get("init") == Init.gaussian and not (arch.get("init_std") or 0) > 0:
         raise ConfigError("arch.init=gaussian needs arch.init_std > 0 (the weights' standard deviation)")
+    if ds.task != Task.binary and ds.classes is not None:
+        raise ConfigError(f"dataset.classes={plain_list(ds.classes)} picks the two digits of task=binary; with "
+                          f"task={ds.task} it would be ignored (class_groups merges classes)")
+    if ds.get("grayscale") and ds.source != Source.cifar10:
+        raise ConfigError(f"dataset.grayscale=true makes RGB images one channel; {ds.source} has one already")
 
 
 def _check_routing(cfg: Any) -> None:
@@ -137,6 +142,15 @@ def _check_training(cfg: Any) -> None:
         raise ConfigError(f"optimizer.lr must be > 0, got {opt.lr}")
     if opt.batch_size <= 0:
         raise ConfigError(f"optimizer.batch_size must be positive, got {opt.batch_size}")
+    if opt.name == "adam" and opt.momentum:
+        raise ConfigError(f"optimizer.momentum={opt.momentum} is SGD's and RMSprop's; Adam has its own betas and "
+                          "would ignore it")
+    if cfg.eval_batch_size <= 0:
+        raise ConfigError(f"eval_batch_size must be positive, got {cfg.eval_batch_size}")
+    outside = [e for e in cfg.get("checkpoint_epochs") or [] if not 0 <= e <= cfg.epochs]
+    if outside:
+        raise ConfigError(f"checkpoint_epochs={plain_list(cfg.checkpoint_epochs)}: {plain_list(outside)} outside "
+                          f"0..epochs={cfg.epochs}, so never written")
     if cfg.get("threads") is not None and cfg.threads < 1:
         raise ConfigError(f"threads={cfg.threads}: give 1 or more, or leave it unset for torch's default "
                           f"({torch_threads()} here)")

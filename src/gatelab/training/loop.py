@@ -110,11 +110,12 @@ def _train_todo(entries: list) -> list:
         steady = determinism(cfg)  # before the device starts: cuBLAS reads its workspace setting once
         device = resolve_device(cfg.device)
         here = machine.detect(device)
+        lrs = len({float(r.cfg.optimizer.lr) for r in runs}) > 1  # a row's nets at their own step sizes
         env = {**environment(device), **precision(cfg, device), **steady, "heap_reuse": heap_reuse(cfg.heap_reuse),
                "channels_last": machine.channels_last(cfg, here),
                # the nets trained in one step with this one: a run key names the settings, not the bits (docs/resume.md)
-               "stack": [f"{r.cfg.regime.name}/seed{r.seed}" + (f"/lr{float(r.cfg.optimizer.lr):g}" if r.cfg.get("lrs")
-                                                                  else "") for r in runs]}
+               "stack": [f"{r.cfg.regime.name}/seed{r.seed}" + (f"/lr{float(r.cfg.optimizer.lr):g}" if lrs else "")
+                         for r in runs]}
         torch.manual_seed(cfg.seed)
         data = data_mod.load(cfg.dataset, cfg.data, device)
         for r in runs:
