@@ -35,6 +35,8 @@ def _run(argv, cwd, module=False, **env):
     (["epochs=3", "checkpoint_epochs=[0,99]"], "checkpoint_epochs=[0, 99]: [99] outside 0..epochs=3, so never written"),
     (["dataset.classes=[3,5]"], "dataset.classes=[3, 5] picks the two digits of task=binary"),
     (["dataset.grayscale=true"], "dataset.grayscale=true makes RGB images one channel; mnist has one already"),
+    (["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "arch.init=gaussian", "arch.init_std=0.1"],
+     "arch.init, arch.init_std and arch.bias are not its settings"),
 ])
 def test_a_bad_run_command_is_one_line_exit_2_and_leaves_nothing(argv, says, tmp_path):
     # PATH without sbatch: the SLURM case must not depend on whether this machine has SLURM

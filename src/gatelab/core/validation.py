@@ -96,6 +96,10 @@ def _check_routing(cfg: Any) -> None:
             raise ConfigError(f"dataset.routing.K={routing.K} must be in 1..M={routing.M}")
         if len(arch.dense) != 1 or arch.conv_channels:
             raise ConfigError("arch=routing has one hidden width: arch.dense=[h]")
+        if arch.init != Init.glorot or not arch.bias or arch.get("init_std") is not None:
+            raise ConfigError("arch=routing draws Xavier-uniform x arch.init_gain with zero biases (paper 003, App. D.1): "
+                              "arch.init, arch.init_std and arch.bias are not its settings (arch.init_gain, "
+                              "arch.decoder_fan are)")
         if not reg.tied or reg.gate not in (Gate.one, Gate.leaky):
             raise ConfigError(f"arch=routing trains regime=dln (linear) or regime=leaky, not {reg.name}")
         if ds.task not in (Task.classification, Task.classification_l2):
