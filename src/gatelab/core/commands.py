@@ -4,6 +4,7 @@ compose (a routing setting on a non-routing dataset), a run folder that cannot b
 launcher where there is no SLURM (:func:`problem`)."""
 from __future__ import annotations
 
+import argparse
 import difflib
 import shutil
 import tempfile
@@ -12,7 +13,7 @@ from typing import Optional
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from gatelab.core.config import CONF_DIR
+from gatelab.core.config import CONF_DIR, ConfigError
 from gatelab.core.validation import unknown_key_message
 
 FLAGS = ("-m", "--multirun", "--dry-run", "dry_run=true")
@@ -135,3 +136,22 @@ def _unset_parent(overrides: list[str]) -> Optional[str]:
             return (f"{o}: {parent} is not set for {top} {chosen}".rstrip() +
                     f", so it has no {key.rpartition('.')[2]} (a {top} that has a {parent.split('.')[-1]} block sets it)")
     return None
+
+
+def positive(text: str) -> int:
+    """An argparse type: an integer of 1 or more (--jobs, --epochs)."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
+    return n
+
+
+def modes(args, names: tuple[str, ...]) -> None:
+    """At most one of a command's modes (``names``: its flags, e.g. ``dry_run``), and ``--slurm-set`` only with
+    ``--slurm`` (or ``--status``, which follows what was submitted: the same settings may stay exported as Make's
+    SLURM_SET): a flag another one would silently override is refused before anything runs."""
+    given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n, False)]
+    if len(given) > 1:
+        raise ConfigError(f"{' and '.join(given)} do different things: give one")
+    if getattr(args, "slurm_set", None) and not (args.slurm or args.status):
+        raise ConfigError(f"--slurm-set {' '.join(args.slurm_set)} sets a SLURM request, which only --slurm makes")

@@ -243,13 +243,13 @@ def render(r) -> int:
 
 def main(argv=None) -> int:
     from gatelab.core.config import ConfigError
-    from gatelab.papers.reproduce import _positive, modes
+    from gatelab.core.commands import modes, positive
     ap = argparse.ArgumentParser(prog="python -m gatelab confirm", description=__doc__.split("\n\n")[0])
     ap.add_argument("targets", nargs="*", help=f"one or more of: {', '.join(t.name for t in TARGETS)} (default: all)")
     ap.add_argument("--dry-run", action="store_true", help="per target: claims, seeds needed, block, price; train nothing")
     ap.add_argument("--design", action="store_true", help="write the seeds into the claims.yaml files (commit them)")
     ap.add_argument("--data", default=None, help="data root (default: data.root's, $GATELAB_DATA)")
-    ap.add_argument("--jobs", type=_positive, default=1, help="jobs at once on this machine")
+    ap.add_argument("--jobs", type=positive, default=1, help="jobs at once on this machine")
     ap.add_argument("--slurm", action="store_true", help="queue the runs on SLURM (job arrays, as reproduce --slurm)")
     ap.add_argument("--status", action="store_true", help="the SLURM jobs' states; once all are done, the reports")
     ap.add_argument("--carry", action="store_true", help="copy the finished runs into outputs/reports/confirm/.carried "

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from gatelab.core.commands import modes, positive
 from gatelab.core.config import ConfigError
 from gatelab.data.datasets import DataNotFoundError
 from gatelab.launch import costs, recipes, submit
@@ -52,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("recipe", nargs="?", help="one of: python -m gatelab recipes")
     rp.add_argument("--scale", default=None, help="one of the recipe's scales (default: its first)")
     rp.add_argument("--dry-run", action="store_true", help="print the jobs in waves and their cost; train nothing")
-    rp.add_argument("--jobs", type=_positive, default=1, help="jobs at once on this machine (one CPU thread each when several; one job alone takes every core)")
+    rp.add_argument("--jobs", type=positive, default=1, help="jobs at once on this machine (one CPU thread each when several; one job alone takes every core)")
     rp.add_argument("--slurm", action="store_true", help="queue every job on SLURM at once as job arrays, each "
                     "after the arrays of its prerequisites, each with the time limit of its price, and return "
                     "(gatelab.launch.submit)")
@@ -64,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                     "time_margin, gpu_kind: the cost entry that prices the limits, ...) or any sbatch option "
                     "(constraint=a100, gres=..., exclude=..., qos=...)")
     rp.add_argument("--report-only", action="store_true", help="render the report from the runs on disk")
-    rp.add_argument("--epochs", type=_positive, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
+    rp.add_argument("--epochs", type=positive, default=None, help="every run's epochs (runs go to <out_root>-<N>ep)")
     rp.add_argument("--seeds", default=None, help="these seeds (e.g. 0,1) instead of the experiments'")
     rp.add_argument("--data", default=None, help="data root (default: data.root's, $GATELAB_DATA)")
     rp.add_argument("--no-stack", action="store_true", help="a cell's seeds one after another (conv nets on a CPU)")
@@ -84,27 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _positive(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
-    return n
-
-
 def _options(args) -> Options:
     return Options(args.scale, args.epochs, args.seeds, args.data, not args.no_stack, args.sgd_sweep, args.row,
                    list(args.overrides))
-
-
-def modes(args, names: tuple[str, ...]) -> None:
-    """At most one of a command's modes (``names``: its flags, e.g. ``dry_run``), and ``--slurm-set`` only with
-    ``--slurm`` (or ``--status``, which follows what was submitted: the same settings may stay exported as Make's
-    SLURM_SET): a flag another one would silently override is refused before anything runs."""
-    given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n, False)]
-    if len(given) > 1:
-        raise ConfigError(f"{' and '.join(given)} do different things: give one")
-    if getattr(args, "slurm_set", None) and not (args.slurm or args.status):
-        raise ConfigError(f"--slurm-set {' '.join(args.slurm_set)} sets a SLURM request, which only --slurm makes")
 
 
 def reproduce(args) -> int:

@@ -53,8 +53,9 @@ def validate_row(cfg) -> None:
     if cfg.get("run_dir"):
         raise ConfigError(f"regimes/lrs write each net to its own run directory; run_dir={cfg.run_dir} cannot be set "
                           "with them")
-    if names and cfg.regime != regimes.regime_config(cfg.regime.name):
-        changed = sorted(k for k in cfg.regime if cfg.regime.get(k) != regimes.regime_config(cfg.regime.name).get(k))
+    own = regimes.regime_config(cfg.regime.name) if names else None
+    changed = sorted(k for k in cfg.regime if cfg.regime.get(k) != own.get(k)) if names else []
+    if changed:
         raise ConfigError(f"regimes={names} trains each regime as its conf/regime yaml has it, so regime.{changed[0]}="
                           f"{cfg.regime.get(changed[0])} would be ignored: give it to a single regime's run, or add a "
                           "regime yaml")
