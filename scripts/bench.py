@@ -98,17 +98,21 @@ def checkpoint_seconds(overrides, in_shape, device) -> float:
         return time.perf_counter() - t
 
 
-def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int = 32) -> float:
+def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int = 32, bf16: bool = False,
+                           channels_last: bool = False) -> float:
     """The baseline: one network (the same architecture) trained by a plain PyTorch loop, data on the
-    device, Adam, fp32, no host sync: what a user would write by hand."""
+    device, Adam, no host sync: what a user would write by hand. ``bf16``: its forward under bf16 autocast;
+    ``channels_last``: NHWC inputs and kernels (the twins of the product's paths, issue #57)."""
     import torch.nn.functional as F
 
+    from gatelab.nets.dgn import use_channels_last
     from gatelab.nets.regimes import build_model, trainable_parameters
     cfg = compose([*overrides, "progress=false"])
-    net = build_model(cfg, in_shape, 10)[0].to(device)  # a plain nn.Module (the regime's DGN, one network)
+    net = use_channels_last(build_model(cfg, in_shape, 10)[0].to(device), channels_last)  # a plain nn.Module
     opt = torch.optim.Adam(trainable_parameters(net), lr=3e-4)
     n = batch * steps
-    x = torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device)
+    fmt = torch.channels_last if channels_last and len(in_shape) == 3 else torch.contiguous_format
+    x = torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device).contiguous(memory_format=fmt)
     y = torch.randint(0, 10, (n,), device=device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for timed in (False, True):
@@ -117,12 +121,22 @@ def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int =
         t = time.perf_counter()
         for i in range(steps):
             idx = perm[i * batch:(i + 1) * batch]
-            loss = F.cross_entropy(net(x[idx].float() / 255), y[idx])
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                out = net(x[idx].float() / 255)
+            loss = F.cross_entropy(out.float(), y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
         sync()
     return (time.perf_counter() - t) / steps
+
+
+PLAIN = {  # --paths: the plain loop's twins of the product's paths, (bf16, channels_last)
+    "plain fp32 loop": (False, False),
+    "plain fp32 channels_last loop": (False, True),
+    "plain bf16 loop": (True, False),
+    "plain bf16 channels_last loop": (True, True),
+}
 
 
 PATHS = {  # --paths: the conv step's speed settings (stacked: S nets in one step; single: one net), each beside
@@ -160,9 +174,16 @@ def paths(device, seeds: int, steps: int, cases) -> None:
     for case, overrides, in_shape, _ in CASES:
         if "conv" not in case or (cases and not any(c in case for c in cases)):
             continue
-        plain = plain_seconds_per_step(overrides, in_shape, steps, device)
-        print(f"{case:22s} {'plain fp32 loop':28s} {plain:8.3f} s/net-step  1.00x", flush=True)
-        times = {("fp32", "plain fp32 loop"): plain}
+        times = {}
+        for name, (bf16, cl) in PLAIN.items():
+            if bf16 and not native:
+                print(f"{case:22s} {name:28s}  skipped: bf16 is emulated on this device", flush=True)
+                continue
+            times["bf16" if bf16 else "fp32", name] = t = plain_seconds_per_step(overrides, in_shape, steps, device,
+                                                                                 bf16=bf16, channels_last=cl)
+            if name == "plain fp32 loop":
+                plain = t
+            print(f"{case:22s} {name:28s} {t:8.3f} s/net-step {plain / t:5.2f}x", flush=True)
         for name, (extra, bf16, stacked) in PATHS.items():
             if bf16 and not native:
                 print(f"{case:22s} {name:28s}  skipped: bf16 is emulated on this device", flush=True)
@@ -175,8 +196,10 @@ def paths(device, seeds: int, steps: int, cases) -> None:
         for prec in ("fp32", "bf16") if native else ("fp32",):
             name = f"{'stacked' if stack else 'single'} {prec}{' channels_last' if layout == ['channels_last=true'] else ''}"
             best = min(((n, t) for (p, n), t in times.items() if p == prec), key=lambda b: b[1])
+            twin = f"plain {prec}{' channels_last' if layout == ['channels_last=true'] else ''} loop"
             print(f"default {case} {prec}: {name} {times[prec, name]:.3f} s/net-step, fastest {best[0]} {best[1]:.3f}: "
-                  f"{times[prec, name] / best[1]:.2f}x the fastest", flush=True)
+                  f"{times[prec, name] / best[1]:.2f}x the fastest; {times[prec, name] / times[prec, twin]:.2f}x its "
+                  f"bare twin ({twin} {times[prec, twin]:.3f})", flush=True)
         best = min(times.items(), key=lambda b: b[1])
         print(f"fastest {case}: {best[0][1]} ({plain / best[1]:.2f}x the plain loop)", flush=True)
         fp32 = eval_seconds_per_example(overrides, in_shape, seeds, device, bf16=False)

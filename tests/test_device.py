@@ -104,28 +104,45 @@ def test_bench_times_the_product_training_path():
     assert 0 < row < 10
 
 
-def test_bench_paths_time_each_conv_path_beside_the_plain_loop(monkeypatch, capsys):
+@pytest.mark.parametrize("native", [False, True])
+def test_bench_paths_time_each_conv_path_beside_the_plain_loop(monkeypatch, capsys, native):
     """``bench.py --paths``: every conv path's seconds and ratio to the plain fp32 loop, bf16 skipped
-    with the reason where it is emulated, and the fastest named among those that ran."""
+    with the reason where it is emulated, and the fastest named among those that ran; the default path of each
+    precision beside its bare twin, the plain loop of the same precision and layout (issue #57)."""
     import importlib.util
     from conftest import ROOT
-    from gatelab.core import results
     spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     tiny = ["dataset=cifar10", "arch=gconv", *TINY_ARCH["gconv"], "regime=relu"]
     monkeypatch.setattr(bench, "CASES", [("gconv/cifar10 relu", tiny, (3, 8, 8), 100)])
     from gatelab.core import machine
-    monkeypatch.setattr(machine, "bf16_native", lambda device: False)
+    monkeypatch.setattr(machine, "bf16_native", lambda device: native)
+    twins = []
+    plain = bench.plain_seconds_per_step
+
+    def spy(*a, bf16=False, channels_last=False, **k):
+        twins.append((bf16, channels_last))
+        return plain(*a, bf16=bf16, channels_last=channels_last, **k)
+    monkeypatch.setattr(bench, "plain_seconds_per_step", spy)
     bench.paths(torch.device("cpu"), 2, 2, None)
     out = capsys.readouterr().out.splitlines()
     timed = [line for line in out if "s/net-step" in line and not line.startswith("default")]
-    assert len(timed) == 5 and all(float(line.split()[-1].rstrip("x")) > 0 for line in timed)  # plain + 4 fp32 paths
-    assert sum("skipped: bf16 is emulated" in line for line in out) == 4
+    assert len(timed) == (12 if native else 6)  # 2 or 4 plain loops + 4 or 8 product paths
+    assert all(float(line.split()[-1].rstrip("x")) > 0 for line in timed)
+    assert sum("skipped: bf16 is emulated" in line for line in out) == (0 if native else 6)
+    assert twins == [(False, False), (False, True)] + ([(True, False), (True, True)] if native else [])
     fastest = [line for line in out if line.startswith("fastest gconv")]
-    assert len(fastest) == 1 and any(p in fastest[0] for p in ("plain fp32 loop", "stacked fp32", "single fp32"))
-    (default,) = [line for line in out if line.startswith("default gconv")]  # fp32 only: bf16 is emulated here
-    assert " fp32: " in default and float(default.split(": ")[-1].split("x")[0]) >= 1.0
+    assert len(fastest) == 1 and any(p in fastest[0] for p in ("loop", "stacked", "single"))
+    defaults = [line for line in out if line.startswith("default gconv")]
+    assert [d.split(": ")[0].split()[-1] for d in defaults] == (["fp32", "bf16"] if native else ["fp32"])
+    layout, _ = bench.default_path(tiny, torch.device("cpu"))
+    cl = " channels_last" if layout == ["channels_last=true"] else ""
+    for d in defaults:
+        prec = d.split(": ")[0].split()[-1]
+        assert float(d.split("fastest ")[1].split(": ")[1].split("x")[0]) >= 1.0
+        assert f"its bare twin (plain {prec}{cl} loop " in d  # the same precision and layout
+        assert float(d.split("; ")[1].split("x its bare twin")[0]) > 0
 
 
 def test_bench_record_keeps_each_case_as_it_is_measured(monkeypatch, tmp_path):
