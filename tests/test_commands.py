@@ -37,6 +37,13 @@ def _run(argv, cwd, module=False, **env):
     (["dataset.grayscale=true"], "dataset.grayscale=true makes RGB images one channel; mnist has one already"),
     (["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "arch.init=gaussian", "arch.init_std=0.1"],
      "arch.init, arch.init_std and arch.bias are not its settings"),
+    # a gate's settings on a regime of another gate, and sigma_0 without the Gaussian init: the run key changed, the
+    # numbers did not
+    (["regime=relu", "regime.beta=8"], "regime.beta=8.0 is a setting of gate=soft (regime.gate=hard of regime=relu"),
+    (["regime=frozen_relu", "regime.eps=0.4"], "regime.eps=0.4 is a setting of gate=soft"),
+    (["regime=dlnpf", "regime.slope=0.2"], "regime.slope=0.2 is a setting of gate=leaky"),
+    (["arch=gconv", "dataset=cifar10", "arch.init_std=0.1"], "arch.init_std=0.1 is the standard deviation of "
+                                                             "arch.init=gaussian; arch.init=glorot ignores it"),
 ])
 def test_a_bad_run_command_is_one_line_exit_2_and_leaves_nothing(argv, says, tmp_path):
     # PATH without sbatch: the SLURM case must not depend on whether this machine has SLURM
@@ -50,6 +57,17 @@ def test_the_same_commands_are_accepted_where_they_are_right(tmp_path, tiny_root
     """The control: a routing K on a routing dataset, a writable out_root, the real key, a dry run."""
     p = _run(["dataset=routing_mnist_perm", "arch=routing", "regime=dln", "dataset.routing.K=3", "epochs=1",
               f"out_root={tmp_path / 'out'}", f"data.root={tiny_root}", "--dry-run"], tmp_path)
+    assert p.returncode == 0 and "gatelab: " not in p.stderr, p.stderr[-1500:]
+
+
+@pytest.mark.parametrize("argv", [
+    ["regime=dlnpf", "regime.beta=8", "regime.eps=0.4"],  # the soft gate's own settings
+    ["arch.init=gaussian", "arch.init_std=0.1"],  # sigma_0 of the Gaussian init (paper 004)
+    ["dataset=routing_mnist_perm", "arch=routing", "regime=leaky", "regime.slope=0.2"],  # the leaky gate's slope
+])
+def test_a_gates_own_settings_are_accepted(argv, tmp_path, tiny_root):
+    """The controls of the refusals above: each setting where its gate or init reads it plans (a dry run)."""
+    p = _run([*argv, "epochs=1", f"out_root={tmp_path / 'out'}", f"data.root={tiny_root}", "--dry-run"], tmp_path)
     assert p.returncode == 0 and "gatelab: " not in p.stderr, p.stderr[-1500:]
 
 

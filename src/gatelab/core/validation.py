@@ -11,8 +11,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gatelab.core.config import (COMPILE_MODES, Config, ConfigError, FeatureInit, Gate, Init, OutputPerms, Pool,
-                                  Precision, RoutingInput, Source, Task)
+from gatelab.core.config import (COMPILE_MODES, Config, ConfigError, FeatureInit, Gate, Init, OutputPerms,
+                                  Pool, Precision, RegimeConfig, RoutingInput, Source, Task)
 
 
 def validate(cfg: Any) -> None:
@@ -127,6 +127,13 @@ def _check_network(cfg: Any) -> None:
                           "gradient to the feature network; use regime.gate=soft (as DLNPF does)")
     if reg.gate == Gate.soft and reg.beta <= 0:
         raise ConfigError(f"regime.beta must be > 0 for soft gates, got {reg.beta}")
+    for key, gate in (("beta", Gate.soft), ("eps", Gate.soft), ("slope", Gate.leaky)):
+        if reg.gate != gate and reg.get(key, default(RegimeConfig, key)) != default(RegimeConfig, key):
+            raise ConfigError(f"regime.{key}={reg[key]} is a setting of gate={gate} (regime.gate={reg.gate} of "
+                              f"regime={reg.name} ignores it): leave it at {default(RegimeConfig, key)}")
+    if arch.get("init") != Init.gaussian and arch.get("init_std") is not None:
+        raise ConfigError(f"arch.init_std={arch.init_std} is the standard deviation of arch.init=gaussian; "
+                          f"arch.init={arch.init} ignores it")
     if not reg.value_trainable and not (reg.feature_trainable and not reg.tied):
         raise ConfigError("regime.value_trainable=false leaves nothing to train unless an untied "
                           "feature network trains (regime.feature_trainable=true)")
@@ -184,6 +191,11 @@ def _check_training(cfg: Any) -> None:
     elif imp is not None and imp.round:
         raise ConfigError(f"imp.round={imp.round} needs imp.sparsity")
 
+
+
+def default(schema: Any, key: str) -> Any:
+    """The schema's default of ``schema.key`` (a dataclass field)."""
+    return next(f.default for f in dataclasses.fields(schema) if f.name == key)
 
 
 def torch_threads() -> int:
