@@ -211,7 +211,9 @@ def test_a_plan_prices_this_machine_from_its_own_completed_runs(tiny_root, tmp_p
     path2.write_text(json.dumps(r2))
     df2 = costs.priced_against_measured([tmp_path / "outputs"], base, table)
     paused = df2[df2.epochs == 3].iloc[0]
-    assert paused.measured_s / paused.priced_s > 40 and 1.0 < paused.steady_s / paused.priced_s < 3.0
+    # the wall time holds the pause (103x one epoch's price against a steady 4.5x: the ratio, not the entry's fixed
+    # costs, which differ by machine: on a Zen 4 entry the wall was 35x the 3-epoch price, on a Zen 3 over 40x)
+    assert paused.measured_s > 15 * paused.steady_s and 1.0 < paused.steady_s / paused.priced_s < 3.0
     again = costs.learned(table, tmp_path / "outputs", here)
     assert "from 2 runs" in again["label"]
     assert 1.5 < costs.price([(cfg, 100_000, 0)], {"here": again})["here"] / both[base] < 3.5
