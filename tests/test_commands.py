@@ -42,6 +42,9 @@ def _run(argv, cwd, module=False, **env):
     (["regime=relu", "regime.beta=8"], "regime.beta=8.0 is a setting of gate=soft (regime.gate=hard of regime=relu"),
     (["regime=frozen_relu", "regime.eps=0.4"], "regime.eps=0.4 is a setting of gate=soft"),
     (["regime=dlnpf", "regime.slope=0.2"], "regime.slope=0.2 is a setting of gate=leaky"),
+    # an output width that is not the labels': 5 failed at the first step, 20 trained 10 dead outputs
+    (["dataset.num_classes=5"], "dataset.num_classes=5: mnist's labels are 0..9, so task=classification has 10"),
+    (["dataset=cifar10", "arch=vconv", "dataset.num_classes=20"], "dataset.num_classes=20: cifar10's labels are 0..9"),
     (["arch=gconv", "dataset=cifar10", "arch.init_std=0.1"], "arch.init_std=0.1 is the standard deviation of "
                                                              "arch.init=gaussian; arch.init=glorot ignores it"),
 ])

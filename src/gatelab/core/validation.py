@@ -22,6 +22,7 @@ def validate(cfg: Any) -> None:
         check(cfg)
 
 
+SOURCE_CLASSES = {Source.mnist: 10, Source.cifar10: 10}  # the classes of each dataset's labels
 NOT_SCHEMA = ("hydra",)  # composed beside the schema by Hydra itself
 
 
@@ -76,6 +77,10 @@ def _check_dataset(cfg: Any) -> None:
                               f"num_classes={len(groups)} (one output per non-empty group)")
         if len(set(flat)) != len(flat):
             raise ConfigError(f"dataset.class_groups={plain_list(groups)} lists a class twice")
+    elif ds.task != Task.binary and ds.num_classes != SOURCE_CLASSES[ds.source]:
+        raise ConfigError(f"dataset.num_classes={ds.num_classes}: {ds.source}'s labels are "
+                          f"0..{SOURCE_CLASSES[ds.source] - 1}, so task={ds.task} has {SOURCE_CLASSES[ds.source]} "
+                          "outputs (dataset.class_groups merges classes into fewer)")
     if arch.get("init") == Init.gaussian and not (arch.get("init_std") or 0) > 0:
         raise ConfigError("arch.init=gaussian needs arch.init_std > 0 (the weights' standard deviation)")
     if ds.task != Task.binary and ds.classes is not None:
