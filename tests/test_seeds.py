@@ -63,7 +63,7 @@ def test_channels_last_convolutions_give_the_nchw_numbers():
     # the check can fail: one seed's kernel swapped for another's changes the output far beyond it
     with torch.no_grad():
         conv.weight[[0, 1]] = conv.weight[[1, 0]]
-    assert float((conv(x) - outs[1][0]).abs().max()) > 1000 * tol
+        assert float((conv(x) - outs[1][0]).abs().max()) > 1000 * tol
 
 
 @pytest.mark.parametrize("arch", ["gconv", "vconv"])
