@@ -105,14 +105,13 @@ def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int =
     ``channels_last``: NHWC inputs and kernels (the twins of the product's paths, issue #57)."""
     import torch.nn.functional as F
 
-    from gatelab.nets.dgn import use_channels_last
     from gatelab.nets.regimes import build_model, trainable_parameters
     cfg = compose([*overrides, "progress=false"])
-    net = use_channels_last(build_model(cfg, in_shape, 10)[0].to(device), channels_last)  # a plain nn.Module
+    fmt = torch.channels_last if channels_last and len(in_shape) == 3 else torch.contiguous_format
+    net = build_model(cfg, in_shape, 10)[0].to(device, memory_format=fmt)  # a plain nn.Module (nn.Conv2d layers)
     opt = torch.optim.Adam(trainable_parameters(net), lr=3e-4)
     n = batch * steps
-    fmt = torch.channels_last if channels_last and len(in_shape) == 3 else torch.contiguous_format
-    x = torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device).contiguous(memory_format=fmt)
+    x = torch.randint(0, 256, (n, *in_shape), dtype=torch.uint8, device=device)
     y = torch.randint(0, 10, (n,), device=device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for timed in (False, True):
@@ -122,7 +121,7 @@ def plain_seconds_per_step(overrides, in_shape, steps: int, device, batch: int =
         for i in range(steps):
             idx = perm[i * batch:(i + 1) * batch]
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                out = net(x[idx].float() / 255)
+                out = net((x[idx].float() / 255).contiguous(memory_format=fmt))
             loss = F.cross_entropy(out.float(), y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -113,9 +113,9 @@ def detect(device: torch.device | str = "cpu") -> Machine:
 #                   stacking loses, so one net at a time. (On a Zen 4 5 stacked GCONV nets took 1.56x a single one's
 #                   time a net, fp32; that machine's later cost entry, fitted through 2 stacked, had 0.76x.)
 #                   Zen 4 (family 25 model 17), 1 thread, 2026-12-08, one process (bench.py --paths): ReLU
-#                   single fp32 0.667 / 0.550, bf16 0.279 / 0.274, 3 stacked bf16 0.317 / 0.322; DLNPF single bf16
-#                   0.623 / 0.645. The default path against the plain loop of its precision and layout: ReLU
-#                   0.98x fp32, 0.97x bf16; DLNPF 0.96x fp32, 0.99x bf16 (issue #57's 1.2x was two processes).
+#                   single fp32 0.597 / 0.571, bf16 0.287 / 0.275, 3 stacked bf16 0.332 / 0.335; DLNPF single bf16
+#                   0.655 / 0.672. The default against the plain loop of its precision and layout (docs/gpus.md):
+#                   ReLU 1.01x fp32, 1.05x bf16; DLNPF 0.98x fp32, 1.02x bf16 (issue #57's 1.2x was two processes).
 #  cpu-avx2         AMD EPYC Zen 3, 1 thread: NHWC within noise (1.02-1.14 stacked), bf16 emulated; 2 stacked
 #                   conv nets cost more than 2 single steps
 #  GPUs             H200: 3 stacked 2-2.9x the plain loop; NHWC 2.84x vs 1.94x fp32 in one call, 2.53x vs 2.48x
