@@ -220,3 +220,31 @@ def test_the_races_isolation_block_bolds_what_the_one_rule_finds_within(tmp_path
     assert "| epochs: e | 40.0 (+29.0) | **160.0 (+79.0)** |" in out  # 40 is 3.9 paper-std above 15.3
     assert "| default: d | **11.0** | 81.0 |" in out
     assert "Within at all 2 cells: input scale: s." in out
+
+
+def test_the_page_says_which_run_records_are_not_committed(tmp_path, capsys):
+    """A report rendered but not committed: its items read "rule after results" on the page (only committed run
+    records date runs), so ``gatelab page`` names the records that wait to be committed, and none once they are."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       check=True, capture_output=True)
+    reports = tmp_path / "outputs" / "reports"
+    (reports / "done").mkdir(parents=True)
+    (reports / "done" / "runs.csv").write_text("run,seed\nr/seed0,0\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "a committed report")
+    assert page.main(["--reports", str(reports), "--check"]) in (0, 1)
+    assert "not committed" not in capsys.readouterr().err
+    (reports / "new").mkdir()
+    (reports / "new" / "runs.csv").write_text("run,seed\nr/seed1,1\n")  # rendered, not committed
+    (reports / "done" / "runs.csv").write_text("run,seed\nr/seed0,0\nr/seed2,2\n")  # changed since its commit
+    page.main(["--reports", str(reports), "--check"])
+    err = capsys.readouterr().err
+    assert "2 run record(s) not committed" in err and "done/runs.csv" in err and "new/runs.csv" in err, err
+    git("add", "-A")
+    git("commit", "-qm", "the reports committed")
+    page.main(["--reports", str(reports), "--check"])
+    assert "not committed" not in capsys.readouterr().err

@@ -305,6 +305,11 @@ def main(argv=None) -> int:
         args.readme = Path("README.md")  # the checkout's own reports: its README's table follows them
     if args.record_run:
         print("recorded: " + str(record_run(args.record_run, args.reports, args.record_command)))
+    from gatelab.papers.preregistration import uncommitted_records
+    if waiting := uncommitted_records(args.reports):
+        print(f"gatelab page: {len(waiting)} run record(s) not committed ({', '.join(map(str, waiting[:3]))}"
+              f"{', ...' if len(waiting) > 3 else ''}): the page reads committed reports only, so their items read "
+              "'rule after results'; commit the reports, then run the page again", file=sys.stderr)
     stale = write(args.reports, args.check, args.readme)
     for s in stale:
         print(("stale: " if args.check else "wrote: ") + s)

@@ -128,6 +128,12 @@ def committed(path: Path) -> Optional[tuple[str, str]]:
     return (log[0], log[1]) if log else None
 
 
+def uncommitted_records(reports: Path) -> list[Path]:
+    """The run records (``runs.csv``) under ``reports`` that are untracked or differ from HEAD: :func:`check` reads
+    only committed ones, so the items of their reports read "rule after results" until they are committed."""
+    return [p for p in sorted(Path(reports).rglob(RUNS)) if committed(p) is None and repo_of(p) is not None]
+
+
 def _ancestor(repo: Path, older: str, newer: str) -> bool:
     return _git(repo, "merge-base", "--is-ancestor", older, newer) is not None
 
