@@ -160,6 +160,13 @@ def default_path(overrides, device) -> tuple[list[str], bool]:
     return [f"channels_last={str(machine.channels_last(cfg, here)).lower()}"], machine.stack_seeds(cfg, here)
 
 
+def _skipped(case: str, name: str, bf16: bool, native: bool) -> bool:
+    """Whether a bf16 path is skipped (the device emulates bf16), saying so."""
+    if bf16 and not native:
+        print(f"{case:22s} {name:28s}  skipped: bf16 is emulated on this device", flush=True)
+    return bf16 and not native
+
+
 def paths(device, seeds: int, steps: int, cases) -> None:
     """Seconds per net-step of every path in :data:`PATHS` for the conv cases, in one process, and each
     one's ratio to the plain fp32 loop; bf16 is skipped (and said so) where the device emulates it
@@ -175,8 +182,7 @@ def paths(device, seeds: int, steps: int, cases) -> None:
             continue
         times = {}
         for name, (bf16, cl) in PLAIN.items():
-            if bf16 and not native:
-                print(f"{case:22s} {name:28s}  skipped: bf16 is emulated on this device", flush=True)
+            if _skipped(case, name, bf16, native):
                 continue
             times["bf16" if bf16 else "fp32", name] = t = plain_seconds_per_step(overrides, in_shape, steps, device,
                                                                                  bf16=bf16, channels_last=cl)
@@ -184,8 +190,7 @@ def paths(device, seeds: int, steps: int, cases) -> None:
                 plain = t
             print(f"{case:22s} {name:28s} {t:8.3f} s/net-step {plain / t:5.2f}x", flush=True)
         for name, (extra, bf16, stacked) in PATHS.items():
-            if bf16 and not native:
-                print(f"{case:22s} {name:28s}  skipped: bf16 is emulated on this device", flush=True)
+            if _skipped(case, name, bf16, native):
                 continue
             s = seeds if stacked else 1
             t = seconds_per_step([*overrides, *extra], in_shape, s, steps, device, bf16=bf16) / s
