@@ -482,3 +482,50 @@ def test_figure7_isolation_changes_one_choice_at_a_time_and_judges_from_its_csv(
     rigged = df.copy()
     rigged.loc[rigged.choice == "input scale", "in_paper_range"] = bool(df[df.choice == "default"].in_paper_range.sum() < 4)
     assert "unit: " in appendix.figure7_isolation_summary(rigged)
+
+
+def _reports(races, runs_dir, out):
+    """Every report the races recipe renders (Table 1 both linkages, isolation, figures): {file: bytes} of its text."""
+    races.write_table1(runs_dir, out / "t1", command="c")
+    races.write_table1(runs_dir, out / "complete", command="c", rule=races.Rule("complete"))
+    races.write_isolation(runs_dir, out / "iso", command="c")
+    races.figures(runs_dir, out / "fig")
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.suffix in (".md", ".csv")}
+
+
+def test_the_reports_render_the_same_bytes_from_carried_facts_once_the_checkpoints_are_gone(race_runs, tmp_path,
+                                                                                             monkeypatch):
+    """What the races reports read of checkpoints and masks is kept in each run's facts.json while recording
+    (gatelab.papers.facts), so a run carried without them (issue #55) renders the same tables and figure data."""
+    import shutil
+    from gatelab.papers import facts, races
+    runs_dir, _ = race_runs
+    grid = tmp_path / "runs"
+    shutil.copytree(runs_dir, grid)
+    for p in grid.rglob("results.json"):  # the paper's cell σ₀=1e-5, N=200, so Figs 1, 3b, 4, 5 all draw it
+        r = json.loads(p.read_text())
+        r["config"]["arch"]["init_std"], r["config"]["dataset"]["limit_train"] = 1e-5, 200
+        p.write_text(json.dumps(r))
+    monkeypatch.setitem(races.DEFAULT, "d", 12)
+    with facts.recording():
+        before = _reports(races, grid, tmp_path / "with")
+    assert {"fig/figure1.csv", "fig/figure3.csv", "fig/figure4.csv", "fig/figure5.csv", "t1/table1.md",
+            "complete/table1.md", "iso/isolation.md"} <= set(before)
+    for d in [*grid.rglob(checkpoints.CKPT_DIR)]:
+        shutil.rmtree(d)
+    for m in grid.rglob(pruning.MASK_FILE):
+        m.unlink()
+    facts._MEMO.clear()  # a new process: nothing computed before
+    assert _reports(races, grid, tmp_path / "without") == before
+    # a fact never stored stops the report, naming the run and the key
+    dense = next(p.parent for p in grid.rglob("results.json") if "imp" not in str(p))
+    kept = json.loads((dense / facts.FACTS).read_text())
+    del kept["facts"]["clusters_of:last.pt"]
+    (dense / facts.FACTS).write_text(json.dumps(kept))
+    with pytest.raises(SystemExit, match=r"clusters_of:last\.pt"):
+        races.figures(grid, tmp_path / "again")
+    # facts belong to the results.json they were made with: a run trained again has none
+    assert facts.stored(dense) and "step_checkpoints" in facts.stored(dense)
+    res = dense / "results.json"
+    res.write_text(res.read_text() + " ")
+    assert facts.stored(dense) == {}

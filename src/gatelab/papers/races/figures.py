@@ -2,7 +2,6 @@
 """
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 from typing import Optional
@@ -13,7 +12,7 @@ import torch
 
 from gatelab.analyses import neurons, pruning
 from gatelab.core import checkpoints
-from gatelab.papers import plotting, report, tables
+from gatelab.papers import facts, plotting, report, tables
 from gatelab.papers.plotting import plt
 from gatelab.papers.races.table1 import DEFAULT, PAPER_TABLE1, RaceRun, SPARSITIES, drop_step, loss_curve, main_lr, net_at, run_data, scan, step_checkpoints
 
@@ -34,30 +33,34 @@ def early_step(run: RaceRun, curve: pd.DataFrame, early: Optional[int]) -> int:
 
 def neuron_table(run: RaceRun, runs: list[RaceRun], root: Optional[str], early: Optional[int]) -> tuple[pd.DataFrame, dict]:
     """Per neuron: a and cos δ̄ at t=0, at the early step and at the end; its τ=0.99 cluster; and
-    the weights IMP pruned from it at each sparsity (round 3 masks of the same cell and seed)."""
-    (x, y), _ = run_data(run, root)
+    the weights IMP pruned from it at each sparsity (round 3 masks of the same cell and seed). What it reads of
+    checkpoints and masks are facts (:mod:`gatelab.papers.facts`)."""
     curve = loss_curve(run, root)
     t_early = early_step(run, curve, early)
     df = pd.DataFrame({"neuron": range(run.d)})
     for name, ckpt in (("0", "step_0.pt"), ("early", f"step_{t_early}.pt"), ("end", "last.pt")):
-        al = neurons.alignment(net_at(run, ckpt), x, y)
-        df[f"a_{name}"], df[f"cos_{name}"] = al["a"].numpy(), al["cos_delta"].numpy()
-    final = net_at(run, "last.pt")
-    df["cluster99"] = neurons.clusters(neurons.total_weights(final), 0.99).numpy()
+        al = facts.fact(run.path, f"alignment@{ckpt}", lambda ckpt=ckpt: _alignment(run, ckpt, root))
+        df[f"a_{name}"], df[f"cos_{name}"] = al["a"], al["cos_delta"]
+    df["cluster99"] = facts.fact(run.path, "clusters@0.99:last.pt", lambda: neurons.clusters(
+        neurons.total_weights(net_at(run, "last.pt")), 0.99).numpy())
     for sp in SPARSITIES:
-        mask = _imp_mask(run, sp, runs)
-        df[f"pruned@{sp:g}"] = neurons.pruned_per_neuron(mask).numpy() if mask is not None else np.nan
+        imp = _imp_run(run, sp, runs)
+        df[f"pruned@{sp:g}"] = np.nan if imp is None else facts.fact(
+            imp.path, "pruned_per_neuron", lambda imp=imp: neurons.pruned_per_neuron(
+                checkpoints.load(imp.path / pruning.MASK_FILE)["mask"]).numpy())
     return df, {"curve": curve, "early": t_early, "drop": drop_step(curve), "epochs": run.epochs}
 
 
-def _imp_mask(run: RaceRun, sparsity: float, runs: list[RaceRun]) -> Optional[dict]:
-    """The keep-mask of the completed IMP round 3 at ``sparsity`` of ``run``'s cell and seed, if any."""
-    for r in runs:
-        if r.imp == (sparsity, 3) and r.status == "completed" and (r.std, r.n, r.d, r.normalize, r.epochs, r.seed,
-                                                                    r.lr) == \
-                (run.std, run.n, run.d, run.normalize, run.epochs, run.seed, run.lr):
-            return checkpoints.load(r.path / pruning.MASK_FILE)["mask"]
-    return None
+def _alignment(run: RaceRun, ckpt: str, root: Optional[str]) -> dict:
+    al = neurons.alignment(net_at(run, ckpt), *run_data(run, root)[0])
+    return {"a": al["a"].numpy(), "cos_delta": al["cos_delta"].numpy()}
+
+
+def _imp_run(run: RaceRun, sparsity: float, runs: list[RaceRun]) -> Optional[RaceRun]:
+    """The completed IMP round 3 at ``sparsity`` of ``run``'s cell and seed, if any (its mask: ``mask.pt``)."""
+    return next((r for r in runs if r.imp == (sparsity, 3) and r.status == "completed" and
+                 (r.std, r.n, r.d, r.normalize, r.epochs, r.seed, r.lr) ==
+                 (run.std, run.n, run.d, run.normalize, run.epochs, run.seed, run.lr)), None)
 
 
 def _pick(runs, std, n, seed=None) -> Optional[RaceRun]:
@@ -81,7 +84,8 @@ def figure1(runs, root, early, out: Path) -> dict:
     ax[0].set(xscale="symlog", xlabel="step t", ylabel="training loss", title="a) loss", xlim=(0, None))
     ax[0].legend(fontsize=7)
     order = np.argsort(df.cluster99.to_numpy(), kind="stable")
-    cos = neurons.cosine_matrix(neurons.total_weights(net_at(run, "last.pt"))).numpy()[np.ix_(order, order)]
+    cos = facts.fact(run.path, "cosine:last.pt", lambda: neurons.cosine_matrix(neurons.total_weights(
+        net_at(run, "last.pt"))).numpy().astype(np.float32))[np.ix_(order, order)]  # float32: a picture's colours
     im = ax[1].imshow(cos, vmin=-1, vmax=1, cmap="RdBu_r")
     fig.colorbar(im, ax=ax[1], fraction=0.046, label="cosine of total weight vectors")
     ax[1].set(title=f"b) cosine, sorted by cluster (τ=0.99, k={df.cluster99.max() + 1})", xlabel="neuron", ylabel="neuron")
@@ -135,7 +139,7 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
             drop = drop_step(loss_curve(r, root))
             before = max([t for t in steps if drop is None or t < drop], default=None)
             for when, ckpt in (("init", "step_0.pt"), ("before drop", f"step_{before}.pt"), ("end", "last.pt")):
-                if (r.path / checkpoints.CKPT_DIR / ckpt).is_file():
+                if ckpt == "last.pt" or ckpt in {f"step_{t}.pt" for t in steps}:  # a completed run has last.pt
                     k = _k95(r, ckpt)
                     b_lines.append({"sigma0": std, "N": n, "seed": r.seed, "when": when, "k": k, "ckpt": ckpt})
     b = pd.DataFrame(b_lines)
@@ -171,8 +175,9 @@ def figure3(runs, root, out: Path) -> pd.DataFrame:
 
 
 def _k95(run: RaceRun, ckpt: str = "last.pt") -> int:
-    """Clusters k at τ=0.95 of a run's network at ``ckpt`` (Fig 3)."""
-    return int(neurons.clusters(neurons.total_weights(net_at(run, ckpt)), 0.95).max()) + 1
+    """Clusters k at τ=0.95 of a run's network at ``ckpt`` (Fig 3; a fact)."""
+    return facts.fact(run.path, f"k95@{ckpt}", lambda: int(neurons.clusters(
+        neurons.total_weights(net_at(run, ckpt)), 0.95).max()) + 1)
 
 
 def _ends(runs) -> list[RaceRun]:
@@ -184,17 +189,16 @@ def _k_end(runs) -> pd.DataFrame:
     """Of each run's final network: k(τ=0.95), its clusters of one neuron, and the fewest clusters
     that hold 99% of Σ a_α (:func:`neurons.clusters_holding`)."""
     return pd.DataFrame([{"sigma0": r.std, "N": r.n, "d": r.d, "seed": r.seed, "epochs": r.epochs,
-                          "steps": r.epochs * r.per_epoch, **_clusters_of(ckpt, ckpt.stat().st_mtime_ns)}
-                         for r in runs for ckpt in [r.path / checkpoints.CKPT_DIR / "last.pt"]])
+                          "steps": r.epochs * r.per_epoch,
+                          **facts.fact(r.path, "clusters_of:last.pt", lambda r=r: _clusters_of(r))} for r in runs])
 
 
-@functools.lru_cache(maxsize=None)
-def _clusters_of(ckpt: Path, mtime_ns: int) -> dict:
-    """At τ=0.95, of the network in ``ckpt``: k; its clusters of one neuron, the share of Σ a_α they
+def _clusters_of(run: RaceRun) -> dict:
+    """At τ=0.95, of the run's final network: k; its clusters of one neuron, the share of Σ a_α they
     hold, their median ‖w1‖ over the net's and their median cosine to the nearest other neuron; and the
-    fewest clusters holding 99% of Σ a_α. Computed once per file and version (Fig 3a, its lengths and
-    its composition share them)."""
-    net = neurons.OneHidden.from_state(checkpoints.load(ckpt)["model"])
+    fewest clusters holding 99% of Σ a_α (a fact, so computed once: Fig 3a, its lengths and its composition
+    share it)."""
+    net = net_at(run, "last.pt")
     v = neurons.total_weights(net)
     labels = neurons.clusters(v, 0.95)
     single, a, w1 = torch.bincount(labels)[labels] == 1, neurons.norm_product(net), net.w1.norm(dim=1)

@@ -17,7 +17,7 @@ from gatelab.analyses import neurons
 from gatelab.core import checkpoints
 from gatelab.core.results import LOSS_TRACE, RESULTS, load_results
 from gatelab.data import datasets as data_mod
-from gatelab.papers import report, tables
+from gatelab.papers import facts, report, tables
 
 TAUS = (0.70, 0.95, 0.99)
 SPARSITIES = (0.2, 0.5, 0.7)
@@ -97,12 +97,11 @@ def traced_drops(runs: list[RaceRun], main: list[RaceRun], root: Optional[str] =
         if twin is None or not len(curve):
             continue
         main_curve = loss_curve(twin, root)
-        (x, y), _ = run_data(twin, root)
         traced = curve.set_index("step").loss
         curve = pd.concat([main_curve[main_curve.step < r.trace[0]][["step", "loss"]], curve], ignore_index=True)
         in_window = lambda t: t if t is not None and t >= r.trace[0] else None  # noqa: E731
-        gap = max((abs(traced[t] - net_at(twin, f"step_{t}.pt").loss(x, y)) for t in step_checkpoints(twin)
-                   if t in traced.index), default=math.nan)
+        gap = max((abs(traced[t] - ckpt_loss(twin, t, root)) for t in step_checkpoints(twin) if t in traced.index),
+                  default=math.nan)
         lines.append({"sigma0": r.std, "N": r.n, "seed": r.seed, "window": f"{r.trace[0]}-{r.trace[1]}",
                       "drop_step": in_window(drop_step(curve, DROP_FRACTION, main_curve.loss.iloc[-1])),
                       "half_step": in_window(drop_step(curve, 0.5, main_curve.loss.iloc[-1])),
@@ -128,21 +127,28 @@ def net_at(run: RaceRun, ckpt: str) -> neurons.OneHidden:
 
 
 def step_checkpoints(run: RaceRun) -> list[int]:
-    names = (run.path / checkpoints.CKPT_DIR).glob("step_*.pt")
-    return sorted(int(re.fullmatch(r"step_(\d+)\.pt", p.name).group(1)) for p in names)
+    """The steps t of the run's ``ckpt/step_<t>.pt`` (a fact: :mod:`gatelab.papers.facts`)."""
+    def compute():
+        names = (run.path / checkpoints.CKPT_DIR).glob("step_*.pt")
+        return sorted(int(re.fullmatch(r"step_(\d+)\.pt", p.name).group(1)) for p in names)
+    return facts.fact(run.path, "step_checkpoints", compute)
+
+
+def ckpt_loss(run: RaceRun, t: int, root: Optional[str] = None) -> float:
+    """The full training-set loss of the run's network after ``t`` steps (``step_<t>.pt``; a fact)."""
+    return facts.fact(run.path, f"loss@step_{t}", lambda: net_at(run, f"step_{t}.pt").loss(*run_data(run, root)[0]))
 
 
 def loss_curve(run: RaceRun, root: Optional[str] = None) -> pd.DataFrame:
     """Full training-set loss after t steps: at every step of the run's ``loss_trace`` window
     (loss_trace.csv), else at the step checkpoints; then the per-epoch running-mean training loss of
     results.json (``source`` says which)."""
-    (x, y), _ = run_data(run, root)
     trace = run.path / TRACE
     traced = pd.read_csv(trace).drop_duplicates("step", keep="last") if trace.is_file() else \
         pd.DataFrame({"step": [], "loss": []})
     lo, hi = (traced.step.min(), traced.step.max()) if len(traced) else (1, 0)
     rows = [{"step": int(t), "loss": float(v), "source": "every step"} for t, v in zip(traced.step, traced.loss)]
-    rows += [{"step": t, "loss": net_at(run, f"step_{t}.pt").loss(x, y), "source": "checkpoint"}
+    rows += [{"step": t, "loss": ckpt_loss(run, t, root), "source": "checkpoint"}
              for t in step_checkpoints(run) if not lo <= t <= hi]
     rows.sort(key=lambda r: r["step"])
     last = max((r["step"] for r in rows), default=-1)
@@ -178,16 +184,23 @@ class Rule:
 
 def analyse(run: RaceRun, root: Optional[str] = None, rule: Rule = Rule()) -> dict:
     """k and Δacc (train, test) at each τ for the final network; dead neurons (never active on the
-    training set); the loss-drop step."""
+    training set); the loss-drop step. What it reads of ``last.pt`` is a fact (:mod:`gatelab.papers.facts`)."""
+    out = {"path": str(run.path), "seed": run.seed}
+    out.update(facts.fact(run.path, f"final:{rule.linkage}:{'+'.join(rule.parts)}", lambda: _final(run, root, rule)))
+    curve = loss_curve(run, root)
+    out["drop_step"], out["half_step"] = drop_step(curve), drop_step(curve, 0.5)
+    return out
+
+
+def _final(run: RaceRun, root: Optional[str], rule: Rule) -> dict:
+    """Of the final network: accuracies, dead neurons, and k and Δacc at each τ under ``rule``."""
     (x, y), (xt, yt) = run_data(run, root)
     net = net_at(run, "last.pt")
-    out = {"path": str(run.path), "seed": run.seed, "acc": net.accuracy(x, y), "acc_test": net.accuracy(xt, yt),
+    out = {"acc": net.accuracy(x, y), "acc_test": net.accuracy(xt, yt),
            "dead": int(((net.hidden_pre(x) > 0).sum(0) == 0).sum())}
     for tau in TAUS:
         m = neurons.merge_effect(net, x, y, tau, rule.linkage, rule.parts, x_test=xt, y_test=yt)
         out.update({f"k@{tau}": m["k"], f"dacc@{tau}": m["delta_acc"], f"dacc_test@{tau}": m["delta_acc_test"]})
-    curve = loss_curve(run, root)
-    out["drop_step"], out["half_step"] = drop_step(curve), drop_step(curve, 0.5)
     return out
 
 
