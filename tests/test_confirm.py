@@ -1,6 +1,8 @@
 """``python -m gatelab confirm`` (issue #54 §3, #55): every target's command is complete before it runs."""
 from pathlib import Path
 
+import pytest
+
 from gatelab.papers import confirm
 
 
@@ -260,12 +262,93 @@ def test_finished_runs_carried_in_git_resume_a_target_on_a_fresh_machine(tmp_pat
         raise AssertionError("a run carried from unknown code was put back")
     except SystemExit as e:
         assert "0" * 40 in str(e) and not Path("outputs/confirm").exists()
-    imp = recipes.Recipe("i", "i", [["+experiment=[race,race_imp]", "seeds=[100]", "out_root=outputs/confirm/i"]])
-    try:  # an IMP round reads its parent's last.pt and mask, which are not carried: refused, not half carried
-        carry.pack(imp)
-        raise AssertionError("an IMP recipe was carried")
-    except SystemExit as e:
-        assert "IMP round" in str(e)
     assert confirm.main(["dgn-figure5", "--carry"]) == 0  # the command a carrying loop calls: nothing to carry yet
     assert "dgn-figure5: carried in outputs/reports/confirm/.carried: {'runs': 0, 'new': 0, 'sources': 0}" in \
         capsys.readouterr().out
+
+
+def test_races_runs_carried_without_checkpoints_resume_their_imp_chain_and_render_the_same_reports(tmp_path,
+                                                                                                  monkeypatch):
+    """Paper 004's runs carried in git (issue #55): a pack records what the reports read of each final run's
+    checkpoints (facts.json) and the keep-mask of each IMP round whose parent is final; on a fresh machine the rounds
+    left train from those masks, bit for bit as they would have on the first machine, and the reports render the same
+    bytes from runs whose checkpoints never came back."""
+    import math
+    import shutil
+    import torch
+    from gatelab.analyses import pruning
+    from gatelab.core import checkpoints
+    from gatelab.core.runs import compose
+    from gatelab.launch import plan, recipes
+    from gatelab.papers import confirm_carry as carry, facts, races
+    from conftest import write_tiny_data
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GATELAB_DATA", str(write_tiny_data(tmp_path / "data", n_train=600)))
+    monkeypatch.setitem(races.DEFAULT, "d", 12)  # the tiny nets as the paper's d, in its cell σ₀=1e-5, N=200
+    monkeypatch.delenv("GATELAB_STRICT_FIGURES", raising=False)  # 2 epochs of 12 neurons: legends over the data
+    root = "outputs/confirm/races"
+    r = recipes.Recipe("races", "races", [[
+        "+experiment=[race,race_imp]", "imp.sparsity=0.5", "arch.dense=[12]", "dataset.limit_train=200",
+        "dataset.limit_test=null", "arch.init_std=1e-5", "optimizer.lr=0.05", "epochs=2",
+        "checkpoint_steps=[0,5,20,50]", "seeds=[100,101]", "progress=false", f"out_root={root}"]], reports=[
+        ["gatelab.papers.races", "table1", "--runs", root, "--out", "reports/table1", "--command", "{command}"],
+        ["gatelab.papers.races", "figures", "--runs", root, "--out", "reports/figures"]])
+    waves = recipes.plan_recipe(r)
+    assert len(waves) == 4  # the dense runs, then IMP rounds 1, 2 and 3
+
+    def train(ws):
+        for w in ws:
+            for s in w:
+                plan.run(compose(s.overrides))
+
+    def rendered():
+        for argv in r.reports:
+            races.main(argv[1:])
+        facts._MEMO.clear()
+        return {str(p): p.read_bytes() for p in sorted(Path("reports").rglob("*")) if p.suffix in (".md", ".csv")}
+
+    def trained(level):  # each seed's keep-mask and final weights of an IMP round
+        out = {}
+        for d in sorted(Path(root).rglob(f"relu-imp0.5-r{level}/*/results.json")):
+            out[d.parent.name] = (checkpoints.load(d.parent / pruning.MASK_FILE)["mask"],
+                                  checkpoints.load(d.parent / checkpoints.CKPT_DIR / "last.pt")["model"])
+        return out
+    train(waves[:2])  # the first machine stops after round 1
+    assert carry.pack(r) == {"runs": 4, "new": 4, "sources": 2}  # round 2's two masks, from round 1's weights
+    masks = sorted(carry.CARRIED.rglob(pruning.CARRIED_MASK))
+    assert [m.parent.parent.name for m in masks] == ["relu-imp0.5-r2"] * 2
+    assert sorted({p.suffix for p in carry.CARRIED.rglob("*") if p.is_file()}) == [".json", ".pt"]
+    assert not list(carry.CARRIED.rglob(checkpoints.CKPT_DIR))  # no checkpoint travels
+    assert len(list(carry.CARRIED.rglob(facts.FACTS))) == 2  # the dense runs': the reports read them
+    for m in masks:  # bit-packed: a byte holds 8 entries of the bool mask
+        got = checkpoints.load(m)
+        assert {k: b.numel() for k, b in got["bits"].items()} == {k: -(-math.prod(s) // 8)
+                                                                   for k, s in got["shapes"].items()}
+    train(waves[2:])  # the first machine, had it lived: the reference
+    reference, before = {k: trained(k) for k in (2, 3)}, rendered()
+    shutil.rmtree("outputs/confirm")
+    shutil.rmtree("reports")
+    assert carry.unpack(r) == 4  # a fresh machine: the dense runs and round 1, without checkpoints
+    assert not list(Path(root).rglob(checkpoints.CKPT_DIR))
+    left = recipes.plan_recipe(r)
+    assert len(left) == 2 and all("imp0.5-r2" in str(x.dir) for s in left[0] for x in s.runs)
+    x = left[0][0].runs[0]  # a mask made from another parent's results (trained again since) is not used
+    mask_file = Path(x.dir) / pruning.CARRIED_MASK
+    kept = mask_file.read_bytes()
+    checkpoints.save(mask_file, **dict(checkpoints.load(mask_file), parent_results_sha256="0" * 64))
+    with pytest.raises(FileNotFoundError, match="not a completed run"):
+        pruning.make_mask(x.config)
+    mask_file.write_bytes(kept)
+    train(left)
+    for level in (2, 3):  # the same masks and weights as the first machine's
+        got = trained(level)
+        assert got.keys() == reference[level].keys()
+        for k, (mask, model) in got.items():
+            ref_mask, ref_model = reference[level][k]
+            assert all(torch.equal(mask[n], ref_mask[n]) for n in ref_mask)
+            assert all(torch.equal(model[n], ref_model[n]) for n in ref_model)
+    assert carry.pack(r)["sources"] == 0 and not list(carry.CARRIED.rglob(pruning.CARRIED_MASK))  # all final
+    after = rendered()  # Table 1 and the figures' data from facts where the checkpoints are gone
+    assert after.keys() == before.keys() and len(after) >= 10
+    for name, text in after.items():  # rounds 2-3 were trained again: their finishing times are the provenance's
+        assert text.partition(b"## Provenance")[0] == before[name].partition(b"## Provenance")[0], name

@@ -10,17 +10,19 @@ are zeroed at the start and their gradients are masked. The keep-mask is saved w
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import torch
 from omegaconf import OmegaConf
 
 from gatelab.analyses import neurons
 from gatelab.core import checkpoints
 from gatelab.core.config import ImpConfig
-from gatelab.core.results import finished_results
-from gatelab.core.runs import job_config, run_dir
+from gatelab.core.results import RESULTS, finished_results
+from gatelab.core.runs import job_config, plain, run_dir
 
 MASK_FILE = "mask.pt"
 PRUNED = ("value.hidden.0.weight", "value.head.weight")  # W1, W2 of a one-hidden-layer net
@@ -38,22 +40,55 @@ def parent(cfg):
 
 
 def parent_dir(cfg) -> Path:
-    """The parent run's directory; raises with the run to make when it is not completed."""
+    """The parent run's directory; raises with the run to make when it is not completed, or when its final weights
+    are gone and no :data:`CARRIED_MASK` of this round made from them is here."""
     d = run_dir(parent(cfg))
     done = finished_results(d)
-    if done is None or done["status"] != "completed" or not (d / checkpoints.CKPT_DIR / "last.pt").is_file():
+    if done is None or done["status"] != "completed" or not (
+            (d / checkpoints.CKPT_DIR / "last.pt").is_file() or _carried(cfg, d) is not None):
         raise FileNotFoundError(f"imp.round={cfg.imp.round} prunes the final weights of {d}, which is not a "
                                 "completed run: train it first (same overrides, imp.round one lower)")
     return d
 
 
 def make_mask(cfg) -> dict:
-    """This round's keep-masks {state key: bool tensor} from the parent's final weights and mask."""
+    """This round's keep-masks {state key: bool tensor} from the parent's final weights and mask, or, where they
+    are gone (a parent carried in git without its checkpoints, issue #55), the :data:`CARRIED_MASK` made from them."""
     d = parent_dir(cfg)
+    if not (d / checkpoints.CKPT_DIR / "last.pt").is_file():
+        return _carried(cfg, d)
     state = checkpoints.load(d / checkpoints.CKPT_DIR / "last.pt")["model"]
     prev = checkpoints.load(d / MASK_FILE)["mask"] if active(parent(cfg)) else None
     target = neurons.round_sparsity(cfg.imp.sparsity, cfg.imp.rounds, cfg.imp.round)
     return neurons.prune_mask(state, target, prev, PRUNED)
+
+
+CARRIED_MASK = "mask.carried.pt"  # a round's keep-mask made where its parent trained, in the round's run directory
+
+
+def _results_sha(d: Path) -> str:
+    return hashlib.sha256((Path(d) / RESULTS).read_bytes()).hexdigest()
+
+
+def carry_mask(cfg) -> Path:
+    """Write this round's keep-mask (:func:`make_mask`, from the parent's final weights here) into the round's run
+    directory as :data:`CARRIED_MASK`, bit-packed (an eighth of a bool tensor), with the sha256 of the parent's
+    results.json it was made from; the file a machine without the parent's checkpoints starts the round from."""
+    mask, d = make_mask(cfg), parent_dir(cfg)
+    out = run_dir(cfg) / CARRIED_MASK
+    checkpoints.save(out, imp=plain(cfg.imp), parent_results_sha256=_results_sha(d),
+                     shapes={k: list(m.shape) for k, m in mask.items()},
+                     bits={k: torch.from_numpy(np.packbits(m.numpy().ravel())) for k, m in mask.items()})
+    return out
+
+
+def _carried(cfg, parent: Path) -> Optional[dict]:
+    """The :data:`CARRIED_MASK` of this round, if it is here and was made from ``parent``'s present results."""
+    got = checkpoints.load_good(run_dir(cfg) / CARRIED_MASK, quiet=True)
+    if got is None or got.get("imp") != plain(cfg.imp) or got.get("parent_results_sha256") != _results_sha(parent):
+        return None
+    return {k: torch.from_numpy(np.unpackbits(b.numpy(), count=int(np.prod(got["shapes"][k])))
+                                .reshape(got["shapes"][k]).astype(bool)) for k, b in got["bits"].items()}
 
 
 def apply_(model: torch.nn.Module, mask: dict) -> None:

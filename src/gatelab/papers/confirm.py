@@ -219,8 +219,7 @@ def run(t: Target, data: Optional[str], jobs: int = 1, slurm: Optional[tuple[str
     waves = recipes.plan_recipe(r)
     print(recipes.describe(r, waves, t.scale), flush=True)
     failed = recipes.run_local(waves, jobs)
-    if not confirm_carry.refused(r, waves):
-        confirm_carry.pack(r, waves)
+    confirm_carry.pack(r, waves)
     if failed:
         for f in failed:
             print(f"failed: {f}", file=sys.stderr)

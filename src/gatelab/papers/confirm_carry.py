@@ -2,11 +2,15 @@
 (a CPU session here, a preemptible node) goes on where the last machine stopped.
 
 :func:`pack` copies each final run's ``results.json`` (completed or diverged: a rerun would only repeat it) from
-``outputs/confirm/<root>/`` into ``outputs/reports/confirm/.carried/<root>/``, which git tracks, with the one checkpoint
-that a run still to train reads from it (an FLNPF stage's ReLU source, ``regime.source_ckpt``). :func:`unpack` puts
-them back before the plan, which then skips those runs (a completed run reads no source again, and a report counts a
-run whose ``ckpt/`` is gone). Runs made by other code (``src/`` differs from HEAD's) stop the target before it trains,
-as paper 002's kept nets do. ``python -m gatelab confirm TARGET --carry`` packs; ``confirm TARGET`` unpacks first.
+``outputs/confirm/<root>/`` into ``outputs/reports/confirm/.carried/<root>/``, which git tracks, with what a run still
+to train reads from another: an FLNPF stage's ReLU source checkpoint (``regime.source_ckpt``), and an IMP round's
+keep-mask, made from its parent's final weights (:func:`gatelab.analyses.pruning.carry_mask`, bit-packed). A recipe
+whose reports read checkpoints (:data:`FACTS_FROM_REPORTS`: paper 004's) first renders its reports while recording
+(:mod:`gatelab.papers.facts`), so each run's ``facts.json`` holds what they read, and carries it with the run's other
+small files (:data:`RUN_FILES`). :func:`unpack` puts them back before the plan, which then skips those runs (a
+completed run reads no source again, and a report counts a run whose ``ckpt/`` is gone). Runs made by other code
+(``src/`` differs from HEAD's) stop the target before it trains, as paper 002's kept nets do.
+``python -m gatelab confirm TARGET --carry`` packs; ``confirm TARGET`` unpacks first.
 """
 from __future__ import annotations
 
@@ -22,18 +26,8 @@ def _roots(r) -> list[Path]:
                    and o.split("=", 1)[1].startswith(RUNS_ROOT + "/")})
 
 
-NOT_CARRIED = {"races": "its figures read every run's step checkpoints (about 100 MB a run) and its IMP rounds their "
-                        "parent's last.pt and mask: it runs within one machine's life"}
-
-
-def refused(r, waves) -> str:
-    """Why ``r``'s runs cannot be carried ("" when they can): a run that reads more of another than its
-    ``regime.source_ckpt`` (an IMP round), or a recipe whose reports read checkpoints (:data:`NOT_CARRIED`)."""
-    if r.name in NOT_CARRIED:
-        return NOT_CARRIED[r.name]
-    if any((x.config.get("imp") or {}).get("sparsity") is not None for w in waves for s in w for x in s.runs):
-        return "an IMP round reads its parent's last.pt and mask, which are not carried"
-    return ""
+FACTS_FROM_REPORTS = ("races",)  # recipes whose reports read checkpoints: their facts are recorded before a pack
+RUN_FILES = ("facts.json", "loss_trace.csv")  # a final run's small files its reports read, carried with results.json
 
 
 def _final(path: Path):
@@ -71,23 +65,52 @@ def _put(dst: Path, data: bytes) -> bool:
     return True
 
 
+def record_facts(r) -> list[str]:
+    """Render ``r``'s reports into a scratch folder while recording (:func:`gatelab.papers.facts.recording`), so each
+    final run here keeps in its ``facts.json`` what they read of its checkpoints; the reports that could not render
+    yet (no run final, say), each with why."""
+    import contextlib
+    import importlib
+    import io
+    import tempfile
+    from gatelab.papers import facts
+    failed = []
+    with tempfile.TemporaryDirectory() as scratch, facts.recording():
+        for i, argv in enumerate(r.reports):
+            argv = [str(Path(scratch) / str(i)) if j and argv[j - 1] == "--out" else a.replace("{command}", "")
+                    for j, a in enumerate(argv)]
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    importlib.import_module(argv[0]).main(argv[1:])
+            except SystemExit as e:
+                if e.code not in (0, None):
+                    failed.append(f"{' '.join(argv[:2])}: {e.code}")
+            except Exception as e:  # noqa: BLE001 (a report that fails records less; the pack goes on, and says so)
+                failed.append(f"{' '.join(argv[:2])}: {type(e).__name__}: {e}")
+    return failed
+
+
 def pack(r, waves=None) -> dict[str, int]:
-    """Carry ``r``'s final runs, and each source checkpoint while a run that copies it is final neither here nor in
-    the carried runs; a carried source is dropped only once every run of ``r`` that copies it is (so a pack on a
-    machine that has not unpacked, or another target sharing the root, loses nothing). Raises SystemExit for a
-    recipe whose runs cannot be carried (:func:`refused`). Returns {"runs", "new", "sources"}."""
+    """Carry ``r``'s final runs (with their :data:`RUN_FILES`), each source checkpoint while a run that copies it is
+    final neither here nor in the carried runs, and each IMP round's keep-mask while the round is not final; a carried
+    source or mask is dropped only once every run of ``r`` that reads it is final (so a pack on a machine that has not
+    unpacked, or another target sharing the root, loses nothing). Returns {"runs", "new", "sources"}."""
     from gatelab.core.results import RESULTS
     from gatelab.launch import recipes
     waves = recipes.plan_recipe(r, check=False) if waves is None else waves
-    if why := refused(r, waves):
-        raise SystemExit(f"{r.name}: not carried: {why}")
+    if r.name in FACTS_FROM_REPORTS:
+        for line in record_facts(r):
+            print(f"{r.name}: facts: a report did not render (nothing recorded from it): {line}")
     runs, new = 0, 0
     for root in _roots(r):
         for path in sorted(root.rglob(RESULTS)):
             if got := _final(path):
                 runs += 1
+                for name in RUN_FILES:
+                    if (path.parent / name).is_file():
+                        _put(CARRIED / path.parent.relative_to(RUNS_ROOT) / name, (path.parent / name).read_bytes())
                 new += _put(CARRIED / path.relative_to(RUNS_ROOT), got[1])
-    kept = 0
+    kept = _masks(r, waves)
     for src, users in _sources(waves).items():
         carried = CARRIED / src.relative_to(RUNS_ROOT)
         if all(_final(u / RESULTS) or _final(CARRIED / u.relative_to(RUNS_ROOT) / RESULTS) for u in users):
@@ -97,6 +120,30 @@ def pack(r, waves=None) -> dict[str, int]:
             _put(carried, src.read_bytes())
         kept += carried.is_file()
     return {"runs": runs, "new": new, "sources": kept}
+
+
+def _masks(r, waves) -> int:
+    """Carry the keep-mask of each IMP round of ``waves`` not final here nor carried whose parent is final here with
+    its final weights (made here, once: :func:`~gatelab.analyses.pruning.carry_mask`); drop the carried mask of every
+    round that is final (a prerequisite round falls out of the plan once done). Returns the masks carried."""
+    from gatelab.analyses import pruning
+    from gatelab.core.checkpoints import CKPT_DIR
+    from gatelab.core.results import RESULTS
+    from gatelab.core.runs import run_dir
+    for x in (x for w in waves for s in w for x in s.runs if pruning.active(x.config)):
+        carried = CARRIED / Path(x.dir).relative_to(RUNS_ROOT) / pruning.CARRIED_MASK
+        parent = run_dir(pruning.parent(x.config))
+        if not carried.is_file() and not _final(Path(x.dir) / RESULTS) and not _final(carried.parent / RESULTS) \
+                and _final(parent / RESULTS) and (parent / CKPT_DIR / "last.pt").is_file():
+            _put(carried, pruning.carry_mask(x.config).read_bytes())
+    kept = 0
+    for root in _roots(r):
+        for m in sorted((CARRIED / root.relative_to(RUNS_ROOT)).rglob(pruning.CARRIED_MASK)):
+            if _final(m.parent / RESULTS) or _final(Path(RUNS_ROOT) / m.parent.relative_to(CARRIED) / RESULTS):
+                m.unlink()
+            else:
+                kept += 1
+    return kept
 
 
 def unpack(r) -> int:
@@ -118,8 +165,15 @@ def unpack(r) -> int:
         if not got or dest.is_file() or (dest.parent.is_dir() and any(
                 q.name != "ckpt" for q in dest.parent.iterdir())):
             continue
-        for ck in p.parent.rglob("*.pt"):
-            _put(dest.parent / ck.relative_to(p.parent), ck.read_bytes())
+        for f in p.parent.rglob("*"):
+            if f.is_file() and f != p:
+                _put(dest.parent / f.relative_to(p.parent), f.read_bytes())
         _put(dest, got[1])
         back += 1
+    from gatelab.analyses.pruning import CARRIED_MASK
+    for root in _roots(r):  # the keep-mask an IMP round still to train starts from
+        for m in sorted((CARRIED / root.relative_to(RUNS_ROOT)).rglob(CARRIED_MASK)):
+            dest = Path(RUNS_ROOT) / m.relative_to(CARRIED)
+            if not (m.parent / RESULTS).is_file() and not (dest.parent / RESULTS).is_file():
+                _put(dest, m.read_bytes())
     return back

@@ -53,7 +53,7 @@ TARGETS = (  # cheapest first (prices: docs/recipes.md's table on this kind of m
     Target("races", "races", "paper", tuple(("004", i) for i in (
         "Table 1 (Appendix G)", "Fig 1", "Fig 3a", "Fig 3b", "Fig 4", "Fig 5", "Fig 8")), 5, 5,
         "priced 95 min at 5 seeds on a Zen 4, measured about 4x that: one job of 5 stacked nets, 41 s against 10 s, "
-        "half of it each epoch's evaluation (2026-12-08); not carried, so one machine's life"),
+        "half of it each epoch's evaluation (2026-12-08); carried with its facts and IMP masks"),
     Target("table2-mnist", "table2-mnist", "full", (("001", "Table 2: FC rows"), ("001", "Table 2: FC Adam at 3e-4")),
            5, 5, "2.3-4 h at 5 seeds"),
     Target("routing", "routing", "reduced", tuple(("003", i) for i in (
