@@ -10,7 +10,6 @@ are zeroed at the start and their gradients are masked. The keep-mask is saved w
 from __future__ import annotations
 
 import copy
-import hashlib
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +20,7 @@ from omegaconf import OmegaConf
 from gatelab.analyses import neurons
 from gatelab.core import checkpoints
 from gatelab.core.config import ImpConfig
-from gatelab.core.results import RESULTS, finished_results
+from gatelab.core.results import finished_results, results_sha256
 from gatelab.core.runs import job_config, plain, run_dir
 
 MASK_FILE = "mask.pt"
@@ -66,17 +65,13 @@ def make_mask(cfg) -> dict:
 CARRIED_MASK = "mask.carried.pt"  # a round's keep-mask made where its parent trained, in the round's run directory
 
 
-def _results_sha(d: Path) -> str:
-    return hashlib.sha256((Path(d) / RESULTS).read_bytes()).hexdigest()
-
-
 def carry_mask(cfg) -> Path:
     """Write this round's keep-mask (:func:`make_mask`, from the parent's final weights here) into the round's run
     directory as :data:`CARRIED_MASK`, bit-packed (an eighth of a bool tensor), with the sha256 of the parent's
     results.json it was made from; the file a machine without the parent's checkpoints starts the round from."""
     mask, d = make_mask(cfg), parent_dir(cfg)
     out = run_dir(cfg) / CARRIED_MASK
-    checkpoints.save(out, imp=plain(cfg.imp), parent_results_sha256=_results_sha(d),
+    checkpoints.save(out, imp=plain(cfg.imp), parent_results_sha256=results_sha256(d),
                      shapes={k: list(m.shape) for k, m in mask.items()},
                      bits={k: torch.from_numpy(np.packbits(m.numpy().ravel())) for k, m in mask.items()})
     return out
@@ -85,7 +80,7 @@ def carry_mask(cfg) -> Path:
 def _carried(cfg, parent: Path) -> Optional[dict]:
     """The :data:`CARRIED_MASK` of this round, if it is here and was made from ``parent``'s present results."""
     got = checkpoints.load_good(run_dir(cfg) / CARRIED_MASK, quiet=True)
-    if got is None or got.get("imp") != plain(cfg.imp) or got.get("parent_results_sha256") != _results_sha(parent):
+    if got is None or got.get("imp") != plain(cfg.imp) or got.get("parent_results_sha256") != results_sha256(parent):
         return None
     return {k: torch.from_numpy(np.unpackbits(b.numpy(), count=int(np.prod(got["shapes"][k])))
                                 .reshape(got["shapes"][k]).astype(bool)) for k, b in got["bits"].items()}

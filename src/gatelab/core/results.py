@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -91,6 +92,11 @@ def finished_results(run_dir: Path) -> Optional[dict]:
     """The results of a run directory whose run is final (completed or diverged), else None."""
     res = read_results(Path(run_dir) / RESULTS)
     return res if res is not None and res.get("status") in FINAL else None
+
+
+def results_sha256(run_dir: Path) -> str:
+    """The sha256 of a run's results.json: what a file made from the run (its facts, a carried mask) is tied to."""
+    return hashlib.sha256((Path(run_dir) / RESULTS).read_bytes()).hexdigest()
 
 
 LOCK = ".lock"  # held (flock, exclusive) by the process that trains the run; it says "pid <n> on <host>"

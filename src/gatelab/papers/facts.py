@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -21,15 +20,11 @@ from typing import Any, Callable
 import numpy as np
 
 from gatelab.core.checkpoints import CKPT_DIR, atomic_write_json
-from gatelab.core.results import RESULTS
+from gatelab.core.results import RESULTS, results_sha256
 
 FACTS = "facts.json"
 _RECORDING: list[bool] = []  # non-empty inside recording()
 _MEMO: dict = {}  # (run dir, key, its results.json's version) -> the stored form: a fact is computed once a process
-
-
-def _results_sha(run_dir: Path) -> str:
-    return hashlib.sha256((Path(run_dir) / RESULTS).read_bytes()).hexdigest()
 
 
 def _encode(value: Any) -> Any:
@@ -74,7 +69,7 @@ def stored(run_dir: Path) -> dict:
 def _stored(run_dir: Path, facts_version: tuple, results_version: tuple) -> dict:
     try:
         got = json.loads((run_dir / FACTS).read_text())
-        return got["facts"] if got.get("results_sha256") == _results_sha(run_dir) else {}
+        return got["facts"] if got.get("results_sha256") == results_sha256(run_dir) else {}
     except (OSError, ValueError, KeyError, TypeError):
         return {}
 
@@ -98,7 +93,7 @@ def fact(run_dir: Path, key: str, compute: Callable[[], Any]) -> Any:
         _MEMO[memo] = json.loads(json.dumps(_encode(compute())))  # the stored form, on both paths
     value = _MEMO[memo]
     if _RECORDING:
-        atomic_write_json(run_dir / FACTS, {"results_sha256": _results_sha(run_dir), "facts": {**kept, key: value}})
+        atomic_write_json(run_dir / FACTS, {"results_sha256": results_sha256(run_dir), "facts": {**kept, key: value}})
     return _decode(value)
 
 
