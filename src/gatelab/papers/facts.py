@@ -59,10 +59,19 @@ def _version(path: Path) -> tuple:
         return ()
 
 
+def _results_version(run_dir: Path) -> tuple:
+    return _version(Path(run_dir) / RESULTS)
+
+
+def _stored_form(value: Any) -> Any:
+    """``value`` as facts.json holds it (and as read back from it)."""
+    return json.loads(json.dumps(_encode(value)))
+
+
 def stored(run_dir: Path) -> dict:
     """The facts kept for ``run_dir``'s present results.json ({} when none, or when they belong to an earlier one)."""
     run_dir = Path(run_dir)
-    return _stored(run_dir, _version(run_dir / FACTS), _version(run_dir / RESULTS))
+    return _stored(run_dir, _version(run_dir / FACTS), _results_version(run_dir))
 
 
 @functools.lru_cache(maxsize=256)
@@ -85,12 +94,12 @@ def fact(run_dir: Path, key: str, compute: Callable[[], Any]) -> Any:
     kept = stored(run_dir)
     if key in kept:
         return _decode(kept[key])
-    memo = (str(run_dir), key, _version(run_dir / RESULTS))
+    memo = (str(run_dir), key, _results_version(run_dir))
     if memo not in _MEMO:
         if not has_checkpoints(run_dir):
             raise SystemExit(f"{run_dir}: its checkpoints are not here and its {FACTS} does not hold {key!r}: the "
                              "report needs a fact that was not carried (render it where the run was trained)")
-        _MEMO[memo] = json.loads(json.dumps(_encode(compute())))  # the stored form, on both paths
+        _MEMO[memo] = _stored_form(compute())  # on both paths
     value = _MEMO[memo]
     if _RECORDING:
         atomic_write_json(run_dir / FACTS, {"results_sha256": results_sha256(run_dir), "facts": {**kept, key: value}})
