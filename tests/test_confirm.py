@@ -237,8 +237,14 @@ def test_finished_runs_carried_in_git_resume_a_target_on_a_fresh_machine(tmp_pat
     assert carry.pack(r) == {"runs": 1, "new": 1, "sources": 1}
     assert sorted(p.name for p in carry.CARRIED.rglob("*")if p.is_file()) == ["best.pt", "results.json"]
     shutil.rmtree("outputs/confirm")  # the next machine
+    relu = {Path(x.dir) for x in waves[0][0].runs}
+    assert carry.carried_here(r) == (relu, [])  # what its dry run counts as done, before anything is put back
+    monkeypatch.setattr(confirm, "recipe_of", lambda t, data: (r, "100"))
+    text = confirm.dry_run([confirm.Target("t", "t", "x", (), 1, 1)], None)
+    assert "1 runs left (1 more carried in git, put back first); price here" in text, text
     assert carry.pack(r)["sources"] == 1  # a pack there before its unpack keeps the source its FLNPF run needs
     assert carry.unpack(r) == 1
+    assert carry.carried_here(r) == (set(), [])  # back here: the plan itself counts it
     waves = recipes.plan_recipe(r)  # checks the FLNPF source: present, and the one its results.json names
     assert len(waves) == 1 and "flnpf" in str(waves[0][0].runs[0].dir) and left(waves)[0][0] > 0  # ReLU done
     for s in waves[0]:
@@ -257,6 +263,7 @@ def test_finished_runs_carried_in_git_resume_a_target_on_a_fresh_machine(tmp_pat
     res["attempts"][0]["commit"] = "0" * 40
     path.write_text(json.dumps(res))
     shutil.rmtree("outputs/confirm")
+    assert carry.carried_here(r)[1] == ["0" * 40]  # the dry run names the code the carried runs need
     try:
         carry.unpack(r)
         raise AssertionError("a run carried from unknown code was put back")

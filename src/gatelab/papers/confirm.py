@@ -13,6 +13,7 @@ machine (:mod:`gatelab.papers.confirm_carry`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -53,6 +54,7 @@ def _declared(t: Target) -> list[dict]:
 
 def dry_run(targets: list[Target], data: Optional[str]) -> str:
     from gatelab.launch import costs, recipes
+    from gatelab.papers import confirm_carry
     need, table, lines = needed(), costs.load(), []
     for t in targets:
         run, per = seeds_of(t, need)
@@ -71,11 +73,14 @@ def dry_run(targets: list[Target], data: Optional[str]) -> str:
             continue
         r, block = recipe_of(t, data)
         waves = recipes.plan_recipe(r, check=False)
-        steps = [s for w in waves for s in w]
+        back, stale = confirm_carry.carried_here(r)  # put back before it trains: not left, not priced
+        steps = [dataclasses.replace(s, runs=[x for x in s.runs if Path(x.dir) not in back]) for w in waves for s in w]
         price = costs.words(costs.price([x for s in steps for x in s.priced()], table), table) if steps else "nothing left"
+        carried = (f" ({len(back)} more carried in git, put back first)" if back else "") + (
+            f"; CARRIED RUNS OF OTHER CODE ({', '.join(stale)}): resume from a worktree at {stale[0]}" if stale else "")
         lines += [f"{t.name}: {t.recipe} --scale {t.scale}; items: {', '.join(i for _, i in t.items)}",
                   f"  seeds {block} ({'declared in the claims' if declared else 'NOT YET DECLARED: --design'}); "
-                  f"{_runs_left(steps)} runs left; price here: {price} ({t.why})", *per]
+                  f"{_runs_left(steps)} runs left{carried}; price here: {price} ({t.why})", *per]
     if NOT_BUILT:
         lines += ["not built (no seed option in their figure commands):"] + [f"  {k}: {v}" for k, v in NOT_BUILT.items()]
     return "\n".join(lines)

@@ -146,14 +146,31 @@ def _masks(r, waves) -> int:
     return kept
 
 
+def _carried(r) -> tuple[list[Path], list[str]]:
+    """The results.json files carried for ``r``'s roots, and the commits among their makers whose ``src/`` is not
+    this checkout's."""
+    from gatelab.core.results import RESULTS, other_code
+    carried = [p for root in _roots(r) for p in sorted((CARRIED / root.relative_to(RUNS_ROOT)).rglob(RESULTS))]
+    return carried, other_code(t.get("commit") for p in carried for t in ((_final(p) or ({},))[0].get("attempts") or []))
+
+
+def carried_here(r) -> tuple[set[Path], list[str]]:
+    """For a dry run on a machine that has not unpacked: the run directories (under ``outputs/confirm``) of ``r``'s
+    final runs carried in git and not final here, which ``confirm TARGET`` puts back before it trains; and the
+    commits of other code that would stop it (:func:`unpack`)."""
+    from gatelab.core.results import RESULTS
+    carried, stale = _carried(r)
+    dirs = {Path(RUNS_ROOT) / p.parent.relative_to(CARRIED) for p in carried if _final(p)}
+    return {d for d in dirs if not _final(d / RESULTS)}, stale
+
+
 def unpack(r) -> int:
     """Put ``r``'s carried runs back where no final result of this machine's is; a run directory that holds an
     unfinished attempt of its own keeps it (it resumes here). Its checkpoints go first and its results.json last,
     each atomically, so a kill never leaves a final run without the checkpoint it came with. Raises SystemExit, before
     anything trains, when a carried run was made by other code. Returns the runs put back."""
-    from gatelab.core.results import RESULTS, other_code
-    carried = [p for root in _roots(r) for p in sorted((CARRIED / root.relative_to(RUNS_ROOT)).rglob(RESULTS))]
-    stale = other_code(t.get("commit") for p in carried for t in ((_final(p) or ({},))[0].get("attempts") or []))
+    from gatelab.core.results import RESULTS
+    carried, stale = _carried(r)
     if stale:
         raise SystemExit(f"{CARRIED}: runs carried there were made by code at {', '.join(stale)}, and src/ has "
                          f"changed since: resume from a worktree at that commit (git worktree add --detach DIR "
