@@ -177,6 +177,15 @@ def test_reproduce_says_job_k_of_n_and_the_time_left(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "reproduce: job 1 of 2: a" in out and "reproduce: job 2 of 2: b" in out
     assert "1 of 2 jobs done; about" in out and "2 of 2 jobs done; about 0 s left" in out
+    # this machine's learned entry prices no job of a network it never trained: the next entry that prices them all
+    monkeypatch.setattr(costs, "load", lambda: {"here": {}, "cpu": {}})
+    monkeypatch.setattr(costs, "for_machine", lambda table: [("here", "this machine"), ("cpu", "this machine")])
+    monkeypatch.setattr(costs, "price", lambda items, table: {k: None if k == "here" else 600.0 for k in table})
+    p = recipes.Progress([Step("a"), Step("b")])
+    p.call(p.steps[0], ["x"])
+    assert "1 of 2 jobs done; about" in capsys.readouterr().out and p.entry == "cpu" and "(priced on cpu, x" in p.left()
+    monkeypatch.setattr(costs, "price", lambda items, table: {k: None for k in table})
+    assert recipes.Progress([Step("a")]).left() == "time left not priced (no cost entry prices these jobs)"
 
 
 def test_each_run_records_the_stack_it_trained_in(tiny_root, tmp_path):

@@ -313,17 +313,20 @@ def run_local(waves: list[list[Step]], jobs: int = 1) -> list[str]:
 
 class Progress:
     """``reproduce``'s own lines between its jobs: job k of N starting, and when one ends, the time left, priced
-    from the plan on this machine's cost entry (:func:`gatelab.launch.costs.for_machine`) and scaled by how the jobs
-    done so far ran against their price."""
+    from the plan on the first cost entry, in :func:`gatelab.launch.costs.for_machine`'s order (this machine's
+    first), that prices every job (an entry learned from this machine's runs of other networks prices none of a new
+    one's), and scaled by how the jobs done so far ran against their price."""
 
     def __init__(self, steps: list):
         import threading
         self.steps, self.lock, self.started, self.done = steps, threading.Lock(), 0, []
         table = costs.load()
-        first = costs.for_machine(table)
-        self.entry = first[0][0] if first else None
-        self.price = {id(s): (costs.price(s.priced(), {self.entry: table[self.entry]})[self.entry] or 0.0)
-                      if self.entry else 0.0 for s in steps}
+        self.entry, self.price = None, {}
+        for name, _ in costs.for_machine(table):
+            price = {id(s): costs.price(s.priced(), {name: table[name]})[name] for s in steps}
+            if all(p is not None for p in price.values()):
+                self.entry, self.price = name, price
+                break
 
     def call(self, step, argv: list[str]) -> int:
         import time
@@ -339,7 +342,7 @@ class Progress:
 
     def left(self) -> str:
         if not self.entry:
-            return "time left not priced (no cost entry for this machine)"
+            return "time left not priced (no cost entry prices these jobs)"
         done = {i for i, _ in self.done}
         priced = sum(self.price[i] for i in done)
         scale = sum(t for _, t in self.done) / priced if priced > 0 else 1.0
