@@ -320,8 +320,18 @@ def test_races_runs_carried_without_checkpoints_resume_their_imp_chain_and_rende
             out[d.parent.name] = (checkpoints.load(d.parent / pruning.MASK_FILE)["mask"],
                                   checkpoints.load(d.parent / checkpoints.CKPT_DIR / "last.pt")["model"])
         return out
-    train(waves[:2])  # the first machine stops after round 1
-    assert carry.pack(r) == {"runs": 4, "new": 4, "sources": 2}  # round 2's two masks, from round 1's weights
+    train(waves[:1])
+    recording = carry.record_facts
+
+    def round_1_ends_meanwhile(r):
+        got = recording(r)
+        train(waves[1:2])
+        return got
+    monkeypatch.setattr(carry, "record_facts", round_1_ends_meanwhile)
+    assert carry.pack(r) == {"runs": 2, "new": 2, "sources": 2}  # round 2's two masks, from round 1's weights
+    monkeypatch.setattr(carry, "record_facts", recording)
+    assert not list(carry.CARRIED.rglob("relu-imp0.5-r1/*/results.json"))  # final after the facts: the next pack's
+    assert carry.pack(r) == {"runs": 4, "new": 2, "sources": 2}  # the first machine stops after round 1
     masks = sorted(carry.CARRIED.rglob(pruning.CARRIED_MASK))
     assert [m.parent.parent.name for m in masks] == ["relu-imp0.5-r2"] * 2
     assert sorted({p.suffix for p in carry.CARRIED.rglob("*") if p.is_file()}) == [".json", ".pt"]

@@ -94,17 +94,20 @@ def pack(r, waves=None) -> dict[str, int]:
     """Carry ``r``'s final runs (with their :data:`RUN_FILES`), each source checkpoint while a run that copies it is
     final neither here nor in the carried runs, and each IMP round's keep-mask while the round is not final; a carried
     source or mask is dropped only once every run of ``r`` that reads it is final (so a pack on a machine that has not
-    unpacked, or another target sharing the root, loses nothing). Returns {"runs", "new", "sources"}."""
+    unpacked, or another target sharing the root, loses nothing). A run that became final while the reports were
+    recording waits for the next pack (its facts are not recorded yet). Returns {"runs", "new", "sources"}: the
+    final runs, those new to the carry, and the source checkpoints and keep-masks carried for runs still to train."""
     from gatelab.core.results import RESULTS
     from gatelab.launch import recipes
     waves = recipes.plan_recipe(r, check=False) if waves is None else waves
+    final = {path for root in _roots(r) for path in root.rglob(RESULTS) if _final(path)}
     if r.name in FACTS_FROM_REPORTS:
         for line in record_facts(r):
             print(f"{r.name}: facts: a report did not render (nothing recorded from it): {line}")
     runs, new = 0, 0
     for root in _roots(r):
         for path in sorted(root.rglob(RESULTS)):
-            if got := _final(path):
+            if path in final and (got := _final(path)):
                 runs += 1
                 for name in RUN_FILES:
                     if (path.parent / name).is_file():
