@@ -100,19 +100,17 @@ def pack(r, waves=None) -> dict[str, int]:
     from gatelab.core.results import RESULTS
     from gatelab.launch import recipes
     waves = recipes.plan_recipe(r, check=False) if waves is None else waves
-    final = {path for root in _roots(r) for path in root.rglob(RESULTS) if _final(path)}
+    final = {path: got for root in _roots(r) for path in root.rglob(RESULTS) if (got := _final(path))}
     if r.name in FACTS_FROM_REPORTS:
         for line in record_facts(r):
             print(f"{r.name}: facts: a report did not render (nothing recorded from it): {line}")
     runs, new = 0, 0
-    for root in _roots(r):
-        for path in sorted(root.rglob(RESULTS)):
-            if path in final and (got := _final(path)):
-                runs += 1
-                for name in RUN_FILES:
-                    if (path.parent / name).is_file():
-                        _put(CARRIED / path.parent.relative_to(RUNS_ROOT) / name, (path.parent / name).read_bytes())
-                new += _put(CARRIED / path.relative_to(RUNS_ROOT), got[1])
+    for path, got in sorted(final.items()):  # each final run's results.json read once, before the recording
+        runs += 1
+        for name in RUN_FILES:
+            if (path.parent / name).is_file():
+                _put(CARRIED / path.parent.relative_to(RUNS_ROOT) / name, (path.parent / name).read_bytes())
+        new += _put(CARRIED / path.relative_to(RUNS_ROOT), got[1])
     kept = _masks(r, waves)
     for src, users in _sources(waves).items():
         carried = CARRIED / src.relative_to(RUNS_ROOT)
